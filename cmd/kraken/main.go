@@ -1,0 +1,88 @@
+// Command kraken runs the kraken realtime broker: WebSocket clients
+// authenticate with an access token and publish and subscribe to topics in
+// MessagePack frames.
+//
+// Every setting is an environment variable and a flag; `kraken -h` lists
+// them with their defaults.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/config"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFail   = 1
+	exitConfig = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintln(stdout, "kraken", version)
+			return exitOK
+		case "print-env":
+			printEnv(stdout)
+			return exitOK
+		case "serve":
+			args = args[1:]
+		}
+	}
+	cfg, err := config.Load(args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kraken: invalid configuration:\n%v\n", err)
+		return exitConfig
+	}
+	log, err := newLogger(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "kraken: %v\n", err)
+		return exitConfig
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, cfg, log, stderr)
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func printEnv(w io.Writer) {
+	for _, v := range config.Vars() {
+		fmt.Fprintf(w, "%s=%s\n", v.Env, v.Default)
+	}
+}
+
+func newLogger(cfg config.Config) (*zap.Logger, error) {
+	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	if cfg.LogFormat == "console" {
+		zc = zap.NewDevelopmentConfig()
+	}
+	zc.Level = level
+	zc.DisableStacktrace = true
+	return zc.Build()
+}

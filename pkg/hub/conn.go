@@ -1,0 +1,229 @@
+package hub
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"golang.org/x/sys/unix"
+
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// Transport is the socket under a Conn: netpoll.Connection satisfies it. The
+// hub writes to Fd directly (non-blocking writev) and calls Close once.
+type Transport interface {
+	Fd() int
+	Close() error
+}
+
+// Session is what a connection knows about itself once authenticated. It is
+// immutable: a revalidation swaps in a new *Session.
+type Session struct {
+	ActorTokenID   string
+	ProjectID      string
+	OrganizationID string
+	// Version is the negotiated protocol version, 1 or 2 (protocol.md §2.7).
+	Version int
+	// Grant is the backend's answer, opaque to the hub.
+	Grant any
+	// ValidatedAt is when the grant was last (re)validated.
+	ValidatedAt time.Time
+	// OrgLimited is set when the connection holds one of its organisation's
+	// connection slots (protocol.md §4.11), released on close.
+	OrgLimited bool
+}
+
+// Phase is where a connection is in its lifecycle.
+type Phase uint32
+
+// The phases of a connection, in order.
+const (
+	PhaseHandshake Phase = iota + 1 // TCP accepted, HTTP upgrade not complete
+	PhaseOpen                       // WebSocket open, not authenticated
+	PhaseAuthed                     // authenticated
+)
+
+// Conn is the broker's compact record of one connection. Fields are grouped
+// by owner; see the package doc.
+type Conn struct {
+	// ID is unique per process and appears in log lines as conn_id.
+	ID uint64
+	t  Transport
+	fd int
+	w  *worker
+
+	created  int64 // unix ns
+	lastRead atomic.Int64
+	phase    atomic.Uint32
+	sess     atomic.Pointer[Session]
+
+	// Guarded by wmu.
+	wmu      sync.Mutex
+	closed   bool     // the transport is closed or closing: drop writes
+	out      [][]byte // queued frames, oldest first; out[0] may be partly written
+	outBytes int
+	retrying bool // on the owning worker's retry list
+	slow     bool // over the outbound bound; a close is scheduled
+
+	// Owned by the worker.
+	idx        int  // position in worker.conns, -1 when unregistered
+	subs       *sub // singly linked list of this connection's subscriptions
+	nsubs      int
+	revalidate bool // a revalidation is in flight
+}
+
+// Phase returns the connection's lifecycle phase.
+func (c *Conn) Phase() Phase { return Phase(c.phase.Load()) }
+
+// SetPhase records a lifecycle step (the reactor calls it after the upgrade
+// and after a successful auth).
+func (c *Conn) SetPhase(p Phase) { c.phase.Store(uint32(p)) }
+
+// Session returns the authenticated session, or nil before auth.
+func (c *Conn) Session() *Session { return c.sess.Load() }
+
+// SetSession installs s (after auth or a revalidation).
+func (c *Conn) SetSession(s *Session) { c.sess.Store(s) }
+
+// Touch records inbound activity at now; the idle timeout counts from the
+// last Touch.
+func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
+
+// Write queues frame for the connection. frame must stay unmodified until it
+// is written: callers pass frames they never touch again. It returns false
+// when the connection is closed or was just found to be a slow consumer
+// (Config.OutboundMaxBytes exceeded), in which case a 1008 close is
+// scheduled. Write never blocks on the socket; call Flush to push the queue.
+func (c *Conn) Write(frame []byte) bool {
+	c.wmu.Lock()
+	ok := c.appendLocked(frame)
+	c.wmu.Unlock()
+	return ok
+}
+
+// WriteFlush is Write followed by Flush.
+func (c *Conn) WriteFlush(frame []byte) bool {
+	c.wmu.Lock()
+	ok := c.appendLocked(frame)
+	if ok {
+		c.flushLocked()
+	}
+	c.wmu.Unlock()
+	return ok
+}
+
+// Flush writes as much of the queue as the socket takes now, without
+// blocking. What remains is retried by the owning worker.
+func (c *Conn) Flush() {
+	c.wmu.Lock()
+	c.flushLocked()
+	c.wmu.Unlock()
+}
+
+// Pending returns the number of queued, unwritten bytes.
+func (c *Conn) Pending() int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.outBytes
+}
+
+func (c *Conn) appendLocked(frame []byte) bool {
+	if c.closed || c.slow {
+		return false
+	}
+	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
+		c.slow = true
+		c.out, c.outBytes = nil, 0
+		c.w.h.stats.slowConsumers.Add(1)
+		c.w.post(op{kind: opClose, c: c, code: ws.StatusPolicyViolation, reason: "slow_consumer"})
+		return false
+	}
+	c.out = append(c.out, frame)
+	c.outBytes += len(frame)
+	return true
+}
+
+// iovMax bounds one writev call (Linux IOV_MAX is 1024).
+const iovMax = 1024
+
+func (c *Conn) flushLocked() {
+	for c.outBytes > 0 && !c.closed {
+		batch := c.out
+		if len(batch) > iovMax {
+			batch = batch[:iovMax]
+		}
+		n, err := unix.Writev(c.fd, batch)
+		if n > 0 {
+			c.consumeLocked(n)
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			if err == unix.EAGAIN || n == 0 {
+				c.scheduleRetryLocked()
+				return
+			}
+			// The peer is gone; the reactor will report the close.
+			c.out, c.outBytes = nil, 0
+			return
+		}
+	}
+	if c.outBytes == 0 {
+		c.out = c.out[:0:0]
+	}
+}
+
+func (c *Conn) consumeLocked(n int) {
+	c.outBytes -= n
+	i := 0
+	for i < len(c.out) && n >= len(c.out[i]) {
+		n -= len(c.out[i])
+		c.out[i] = nil
+		i++
+	}
+	if i < len(c.out) && n > 0 {
+		c.out[i] = c.out[i][n:]
+	}
+	c.out = c.out[i:]
+}
+
+func (c *Conn) scheduleRetryLocked() {
+	if c.retrying {
+		return
+	}
+	c.retrying = true
+	c.w.addRetry(c)
+}
+
+// markClosed stops all further writes. It runs in the transport's close
+// callback, before the socket is released, so no write can reach a reused
+// file descriptor.
+func (c *Conn) markClosed() {
+	c.wmu.Lock()
+	c.closed = true
+	c.out, c.outBytes = nil, 0
+	c.wmu.Unlock()
+}
+
+// closeWith writes a close frame (best effort, RFC 6455 §5.5.1) and closes
+// the transport. Safe to call more than once.
+func (c *Conn) closeWith(code ws.StatusCode, reason string) {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return
+	}
+	c.slow = false // the close frame must go out even after an overflow
+	if c.Phase() != PhaseHandshake {
+		c.out = append(c.out, wsframe.Close(code, reason))
+		c.outBytes += len(c.out[len(c.out)-1])
+		c.flushLocked()
+	}
+	c.closed = true
+	c.out, c.outBytes = nil, 0
+	c.wmu.Unlock()
+	_ = c.t.Close()
+}

@@ -1,0 +1,115 @@
+package hub
+
+import "github.com/NoLagApp/kraken/pkg/topic"
+
+// member is a load-balanced subscription as its group's worker sees it. It is
+// created by the connection's worker and then owned by the group's worker.
+type member struct {
+	c       *Conn
+	pattern string
+	key     string
+	group   string
+	wild    bool
+	filters []string
+	g       *group
+	pos     int
+	reply   []byte
+}
+
+// group is one shared subscription: a group name and a routing key. Each
+// message matching the key goes to exactly one member, round-robin (OQ-34).
+type group struct {
+	name, key string
+	wild      bool
+	members   []*member
+	next      int
+}
+
+// pick returns the next member that accepts filter and is not skip, or nil.
+func (g *group) pick(filter string, skip *Conn) *member {
+	n := len(g.members)
+	for i := 0; i < n; i++ {
+		m := g.members[(g.next+i)%n]
+		if m.c != skip && acceptsFilter(m.filters, filter) {
+			g.next = (g.next + i + 1) % n
+			return m
+		}
+	}
+	return nil
+}
+
+// groups is the index of the load-balanced groups a worker owns. A group is
+// owned by the worker its name hashes to, so all its members are in one place
+// and round-robin needs no coordination.
+type groups struct {
+	byID  map[string]*group
+	exact map[string][]*group
+	wild  *topic.Trie[*group]
+}
+
+func newGroups() groups {
+	return groups{byID: make(map[string]*group), exact: make(map[string][]*group), wild: topic.NewTrie[*group]()}
+}
+
+func groupID(name, key string) string { return name + "\x00" + key }
+
+func (gs *groups) add(m *member) (created bool) {
+	id := groupID(m.group, m.key)
+	g := gs.byID[id]
+	if g == nil {
+		g = &group{name: m.group, key: m.key, wild: m.wild}
+		gs.byID[id] = g
+		if g.wild {
+			gs.wild.Insert(g.key, g)
+		} else {
+			gs.exact[g.key] = append(gs.exact[g.key], g)
+		}
+		created = true
+	}
+	m.g, m.pos = g, len(g.members)
+	g.members = append(g.members, m)
+	return created
+}
+
+func (gs *groups) remove(m *member) (deleted bool) {
+	g := m.g
+	if g == nil || m.pos >= len(g.members) || g.members[m.pos] != m {
+		return false
+	}
+	last := len(g.members) - 1
+	g.members[m.pos] = g.members[last]
+	g.members[m.pos].pos = m.pos
+	g.members[last] = nil
+	g.members = g.members[:last]
+	m.g = nil
+	if g.next > m.pos {
+		g.next--
+	}
+	if len(g.members) > 0 {
+		if g.next >= len(g.members) {
+			g.next = 0
+		}
+		return false
+	}
+	delete(gs.byID, groupID(g.name, g.key))
+	if g.wild {
+		gs.wild.Remove(g.key, g)
+		return true
+	}
+	list := gs.exact[g.key]
+	for i, x := range list {
+		if x == g {
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(gs.exact, g.key)
+	} else {
+		gs.exact[g.key] = list
+	}
+	return true
+}
+
+func (gs *groups) size() int { return len(gs.byID) }

@@ -1,0 +1,246 @@
+package hub
+
+import (
+	"context"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"go.uber.org/zap"
+)
+
+// Config tunes a Hub. Zero fields take the documented defaults.
+type Config struct {
+	// Workers is the size of the fixed worker pool; 0 means 2.
+	Workers int
+	// OutboundMaxBytes bounds each connection's queued outbound bytes; a
+	// connection over it is closed as a slow consumer (1008). 0 means 4 MiB.
+	OutboundMaxBytes int
+	// MaxPendingPublications bounds each worker's queued publications before
+	// publishers wait; 0 means 65536.
+	MaxPendingPublications int
+	// MaxSubscriptions caps the subscriptions of one connection; 0 means 1000.
+	MaxSubscriptions int
+	// HandshakeTimeout closes a connection that has not completed its HTTP
+	// upgrade (0 means 10 s); AuthTimeout one that has not authenticated
+	// (0 means 30 s, close 4008, OQ-44); IdleTimeout one that sent nothing
+	// (0 means 60 s, close 1000, protocol.md §1.2).
+	HandshakeTimeout, AuthTimeout, IdleTimeout time.Duration
+	// RevalidateInterval is the age after which a session's grant is checked
+	// again (OQ-9); 0 means 600 s.
+	RevalidateInterval time.Duration
+	// Revalidate is called, on a goroutine of the hub, with connections whose
+	// grant is due. It must report each outcome back through Hub.Run (or
+	// Hub.Close) and then call Hub.RevalidationDone for each connection.
+	Revalidate func(conns []*Conn)
+	// OnClose is called on the connection's worker after the connection is
+	// unregistered and its subscriptions removed.
+	OnClose func(c *Conn)
+	// Tick is the sweep period; 0 means 1 s.
+	Tick time.Duration
+	// Logger receives lifecycle logs; nil means no logging.
+	Logger *zap.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.OutboundMaxBytes <= 0 {
+		c.OutboundMaxBytes = 4 << 20
+	}
+	if c.MaxPendingPublications <= 0 {
+		c.MaxPendingPublications = 65536
+	}
+	if c.MaxSubscriptions <= 0 {
+		c.MaxSubscriptions = 1000
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.AuthTimeout <= 0 {
+		c.AuthTimeout = 30 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.RevalidateInterval <= 0 {
+		c.RevalidateInterval = 600 * time.Second
+	}
+	if c.Tick <= 0 {
+		c.Tick = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// Stats are cumulative counters and current gauges of a Hub.
+type Stats struct {
+	Connections   int64  // registered connections
+	Subscriptions int64  // broadcast and load-balanced subscriptions
+	Groups        int64  // load-balanced groups
+	Publications  uint64 // publications fanned out
+	Deliveries    uint64 // message frames queued to connections
+	SlowConsumers uint64 // connections closed for exceeding OutboundMaxBytes
+	IdleClosed    uint64 // connections closed by the idle, auth or handshake deadline
+}
+
+type counters struct {
+	conns, subs, groups        atomic.Int64
+	pubs, slowConsumers, idles atomic.Uint64
+}
+
+// Hub is the worker pool. Create it with New, then Start it.
+type Hub struct {
+	cfg     Config
+	workers []*worker
+	nextID  atomic.Uint64
+	stats   counters
+	wg      sync.WaitGroup
+	bg      sync.WaitGroup // revalidation goroutines
+	stop    chan struct{}
+}
+
+// New returns a Hub with cfg's defaults applied. It starts nothing.
+func New(cfg Config) *Hub {
+	cfg.setDefaults()
+	h := &Hub{cfg: cfg, stop: make(chan struct{})}
+	for i := 0; i < cfg.Workers; i++ {
+		h.workers = append(h.workers, newWorker(h, i))
+	}
+	return h
+}
+
+// Start runs the workers.
+func (h *Hub) Start() {
+	for _, w := range h.workers {
+		h.wg.Add(1)
+		go w.run()
+	}
+}
+
+// Register creates the record of a newly accepted connection and hands it to
+// a worker (round-robin). It never blocks.
+func (h *Hub) Register(t Transport) *Conn {
+	id := h.nextID.Add(1)
+	now := time.Now().UnixNano()
+	c := &Conn{ID: id, t: t, fd: t.Fd(), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
+	c.lastRead.Store(now)
+	c.phase.Store(uint32(PhaseHandshake))
+	c.w.post(op{kind: opRegister, c: c})
+	return c
+}
+
+// Closed must be called from the transport's close callback, before the
+// socket is released: it stops writes at once and schedules the cleanup of
+// the connection's subscriptions on its worker.
+func (h *Hub) Closed(c *Conn) {
+	c.markClosed()
+	c.w.post(op{kind: opUnregister, c: c})
+}
+
+// Close writes a close frame with code and reason to c and closes it, on c's
+// worker.
+func (h *Hub) Close(c *Conn, code ws.StatusCode, reason string) {
+	c.w.post(op{kind: opClose, c: c, code: code, reason: reason})
+}
+
+// Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
+// and then writes spec.Reply (protocol.md §3.3 step 5: re-subscribing
+// replaces the old subscription, which is also how it switches mode).
+func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
+	c.w.post(op{kind: opSubscribe, c: c, spec: spec})
+}
+
+// Unsubscribe removes c's subscription to pattern, if any, then writes reply.
+func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
+	c.w.post(op{kind: opUnsubscribe, c: c, pattern: pattern, reply: reply})
+}
+
+// Run calls fn(c) on c's worker, where it may use the worker-only methods of
+// Conn (Subscriptions, SetFilters, DropSubscription). fn must not block.
+func (h *Hub) Run(c *Conn, fn func(*Conn)) {
+	c.w.post(op{kind: opRun, c: c, fn: fn})
+}
+
+// Publish fans p out on every worker. The caller must not modify p
+// afterwards. It waits only when the workers are saturated
+// (Config.MaxPendingPublications).
+func (h *Hub) Publish(p *Publication) {
+	h.stats.pubs.Add(1)
+	for _, w := range h.workers {
+		w.in.push(op{kind: opPublish, pub: p})
+	}
+}
+
+// RevalidateAll marks every session as due for revalidation at the next
+// sweep (called when the token file changes, D-1).
+func (h *Hub) RevalidateAll() {
+	for _, w := range h.workers {
+		w.post(op{kind: opRun, fn: func(*Conn) { w.forceRevalidate = true }})
+	}
+}
+
+// RevalidationDone clears c's in-flight revalidation mark.
+func (h *Hub) RevalidationDone(c *Conn) {
+	h.Run(c, func(c *Conn) { c.revalidate = false })
+}
+
+// Stats returns the current counters.
+func (h *Hub) Stats() Stats {
+	return Stats{
+		Connections:   h.stats.conns.Load(),
+		Subscriptions: h.stats.subs.Load(),
+		Groups:        h.stats.groups.Load(),
+		Publications:  h.stats.pubs.Load(),
+		Deliveries:    h.deliveries(),
+		SlowConsumers: h.stats.slowConsumers.Load(),
+		IdleClosed:    h.stats.idles.Load(),
+	}
+}
+
+// Shutdown closes every connection with 1001 (going away), flushing what it
+// can, then stops the workers. It returns ctx.Err() if the workers did not
+// finish in time.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	var pending sync.WaitGroup
+	for _, w := range h.workers {
+		pending.Add(1)
+		w.post(op{kind: opRun, fn: func(*Conn) { w.closeAll(); pending.Done() }})
+	}
+	go func() { pending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	close(h.stop)
+	for _, w := range h.workers {
+		w.in.close()
+	}
+	finished := make(chan struct{})
+	go func() { h.wg.Wait(); h.bg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Hub) groupWorker(name string) *worker {
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(name))
+	return h.workers[f.Sum32()%uint32(len(h.workers))]
+}
+
+func (h *Hub) deliveries() uint64 {
+	var n uint64
+	for _, w := range h.workers {
+		n += w.deliveries.Load()
+	}
+	return n
+}

@@ -1,0 +1,114 @@
+package hub
+
+import (
+	"sync"
+
+	"github.com/gobwas/ws"
+)
+
+type opKind uint8
+
+const (
+	opRegister opKind = iota + 1
+	opUnregister
+	opSubscribe
+	opUnsubscribe
+	opSetFilters
+	opPublish
+	opClose
+	opRun
+	opMemberAdd
+	opMemberRemove
+)
+
+// op is one unit of work for a worker. Only the fields its kind needs are
+// set.
+type op struct {
+	kind    opKind
+	c       *Conn
+	pub     *Publication
+	spec    *SubSpec
+	member  *member
+	pattern string
+	reply   []byte
+	code    ws.StatusCode
+	reason  string
+	fn      func(*Conn)
+}
+
+// inbox is a worker's queue. Producers never block on control operations
+// (register, close, subscribe...). Publications wait while the queue holds
+// more than maxPending of them, which pushes back on publishers (and through
+// their sockets, on the publishing clients) instead of growing without bound.
+type inbox struct {
+	mu       sync.Mutex
+	notFull  sync.Cond
+	ops      []op
+	pubs     int // publications queued
+	retry    []*Conn
+	signal   chan struct{} // capacity 1: "there is work"
+	max      int
+	shutdown bool
+}
+
+func newInbox(maxPending int) *inbox {
+	in := &inbox{signal: make(chan struct{}, 1), max: maxPending}
+	in.notFull.L = &in.mu
+	return in
+}
+
+func (in *inbox) push(o op) {
+	in.mu.Lock()
+	if o.kind == opPublish {
+		for in.pubs >= in.max && !in.shutdown {
+			in.notFull.Wait()
+		}
+		in.pubs++
+	}
+	in.ops = append(in.ops, o)
+	in.mu.Unlock()
+	in.wake()
+}
+
+func (in *inbox) wake() {
+	select {
+	case in.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take swaps the queue out, returning the pending ops; spare is reused as
+// the next queue.
+func (in *inbox) take(spare []op) []op {
+	in.mu.Lock()
+	ops := in.ops
+	in.ops = spare[:0]
+	if in.pubs > 0 {
+		in.pubs = 0
+		in.notFull.Broadcast()
+	}
+	in.mu.Unlock()
+	return ops
+}
+
+func (in *inbox) addRetry(c *Conn) {
+	in.mu.Lock()
+	in.retry = append(in.retry, c)
+	in.mu.Unlock()
+	in.wake()
+}
+
+func (in *inbox) takeRetry(spare []*Conn) []*Conn {
+	in.mu.Lock()
+	r := in.retry
+	in.retry = spare[:0]
+	in.mu.Unlock()
+	return r
+}
+
+func (in *inbox) close() {
+	in.mu.Lock()
+	in.shutdown = true
+	in.notFull.Broadcast()
+	in.mu.Unlock()
+}

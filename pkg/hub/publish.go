@@ -1,0 +1,108 @@
+package hub
+
+import (
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// Publication is one accepted publish, ready to fan out. The publisher builds
+// Frame once; every subscription whose display topic equals Topic shares it.
+type Publication struct {
+	// Key is the routing key (acl.Resolution.Key) of the published topic.
+	Key string
+	// Topic is the topic as the publisher sent it.
+	Topic string
+	// Filter is the normalised publish filter, "" for none (§6.9).
+	Filter string
+	// Frame is the complete WebSocket frame of the `message` for display
+	// topic Topic.
+	Frame []byte
+	// Msg holds the message fields, to build the frame for subscriptions
+	// whose display topic differs (wildcards, scope-injected patterns). Its
+	// Data must not alias a reused buffer.
+	Msg wire.Message
+	// Origin is the publishing connection; with Echo false it gets no copy
+	// (protocol.md §6.2).
+	Origin *Conn
+	Echo   bool
+}
+
+// frameCache holds, for the publication being fanned out, the frames built
+// for display topics other than Publication.Topic. Owned by a worker.
+type frameCache struct {
+	pub     *Publication
+	entries []cachedFrame
+}
+
+type cachedFrame struct {
+	display string
+	frame   []byte
+}
+
+func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte {
+	if !wildcard && display == p.Topic {
+		return p.Frame
+	}
+	if fc.pub != p {
+		fc.pub = p
+		for i := range fc.entries {
+			fc.entries[i] = cachedFrame{}
+		}
+		fc.entries = fc.entries[:0]
+	}
+	for _, e := range fc.entries {
+		if e.display == display {
+			return e.frame
+		}
+	}
+	m := p.Msg
+	m.Topic = display
+	if wildcard {
+		m.SourceTopic = p.Topic
+	}
+	frame := wsframe.Framed(ws.OpBinary, len(p.Frame)+len(display)+len(p.Topic), func(b []byte) []byte {
+		return wire.AppendMessage(b, &m)
+	})
+	fc.entries = append(fc.entries, cachedFrame{display: display, frame: frame})
+	return frame
+}
+
+// fanOut delivers p to the matching subscriptions of this worker and to one
+// member of each matching group this worker owns.
+func (w *worker) fanOut(p *Publication) {
+	for _, s := range w.tab.exact[p.Key] {
+		w.deliver(p, s.c, s.spec.Pattern, false, s.accepts(p.Filter))
+	}
+	w.tab.wild.Match(p.Key, func(s *sub) {
+		w.deliver(p, s.c, s.spec.Pattern, true, s.accepts(p.Filter))
+	})
+	if w.grp.size() == 0 {
+		return
+	}
+	for _, g := range w.grp.exact[p.Key] {
+		w.deliverGroup(p, g)
+	}
+	w.grp.wild.Match(p.Key, func(g *group) { w.deliverGroup(p, g) })
+}
+
+func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, accepted bool) {
+	if !accepted || (!p.Echo && c == p.Origin) {
+		return
+	}
+	w.write(c, w.frames.get(p, display, wildcard))
+	w.deliveries.Add(1)
+}
+
+func (w *worker) deliverGroup(p *Publication, g *group) {
+	var skip *Conn
+	if !p.Echo {
+		skip = p.Origin
+	}
+	m := g.pick(p.Filter, skip)
+	if m == nil {
+		return
+	}
+	w.deliver(p, m.c, m.pattern, m.wild, true)
+}

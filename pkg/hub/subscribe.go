@@ -1,0 +1,113 @@
+package hub
+
+// subscribe adds or replaces c's subscription to spec.Pattern.
+func (w *worker) subscribe(c *Conn, spec *SubSpec) {
+	if c.idx < 0 {
+		return // closed meanwhile
+	}
+	if old := c.findSub(spec.Pattern); old != nil {
+		w.detach(old)
+		c.unlinkSub(old)
+	} else if c.nsubs >= w.h.cfg.MaxSubscriptions {
+		w.write(c, spec.TooMany)
+		return
+	}
+	s := &sub{c: c, spec: *spec, next: c.subs}
+	s.spec.Reply, s.spec.TooMany = nil, nil
+	c.subs = s
+	c.nsubs++
+	w.h.stats.subs.Add(1)
+	if !spec.LoadBalance {
+		w.tab.insert(s)
+		w.write(c, spec.Reply)
+		return
+	}
+	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
+		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply}
+	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
+}
+
+func (w *worker) unsubscribe(c *Conn, pattern string) {
+	if s := c.findSub(pattern); s != nil {
+		w.detach(s)
+		c.unlinkSub(s)
+	}
+}
+
+// detach removes s from the routing tables (or from its group) but not from
+// its connection's list.
+func (w *worker) detach(s *sub) {
+	w.h.stats.subs.Add(-1)
+	if s.m == nil {
+		w.tab.remove(s)
+		return
+	}
+	w.h.groupWorker(s.spec.Group).post(op{kind: opMemberRemove, member: s.m})
+	s.m = nil
+}
+
+func (c *Conn) findSub(pattern string) *sub {
+	for s := c.subs; s != nil; s = s.next {
+		if s.spec.Pattern == pattern {
+			return s
+		}
+	}
+	return nil
+}
+
+func (c *Conn) unlinkSub(target *sub) {
+	for p := &c.subs; *p != nil; p = &(*p).next {
+		if *p == target {
+			*p = target.next
+			c.nsubs--
+			return
+		}
+	}
+}
+
+// Subscription is a read-only view of one subscription, for code running on
+// the connection's worker (Hub.Run).
+type Subscription struct {
+	Pattern     string
+	Filters     []string
+	QoS         uint8
+	LoadBalance bool
+	Group       string
+}
+
+// Subscriptions lists c's subscriptions. Call it only from Hub.Run.
+func (c *Conn) Subscriptions() []Subscription {
+	out := make([]Subscription, 0, c.nsubs)
+	for s := c.subs; s != nil; s = s.next {
+		out = append(out, Subscription{Pattern: s.spec.Pattern, Filters: s.spec.Filters,
+			QoS: s.spec.QoS, LoadBalance: s.spec.LoadBalance, Group: s.spec.Group})
+	}
+	return out
+}
+
+// SetFilters replaces the filters of c's subscription to pattern, keeping its
+// QoS and load-balancing settings (OQ-61). It reports false when c has no
+// such subscription. Call it only from Hub.Run.
+func (c *Conn) SetFilters(pattern string, filters []string) bool {
+	s := c.findSub(pattern)
+	if s == nil {
+		return false
+	}
+	w := c.w
+	spec := s.spec
+	spec.Filters = filters
+	w.detach(s)
+	c.unlinkSub(s)
+	w.subscribe(c, &spec)
+	return true
+}
+
+// DropSubscription removes c's subscription to pattern (after a revalidation
+// revoked it, OQ-12). Call it only from Hub.Run.
+func (c *Conn) DropSubscription(pattern string) {
+	c.w.unsubscribe(c, pattern)
+}
+
+// WriteFrame queues frame to c from code running on c's worker (Hub.Run);
+// it is flushed at the end of the worker's batch.
+func (c *Conn) WriteFrame(frame []byte) { c.w.write(c, frame) }

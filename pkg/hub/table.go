@@ -1,0 +1,103 @@
+package hub
+
+import "github.com/NoLagApp/kraken/pkg/topic"
+
+// SubSpec describes one subscription as the reactor resolved it.
+type SubSpec struct {
+	// Pattern is the topic exactly as the client sent it: the display topic
+	// of every message frame for this subscription (protocol.md §6.1).
+	Pattern string
+	// Key is the routing key (acl.Resolution.Key). When Wildcard is set it is
+	// an MQTT-style pattern matched against publication keys (D-2).
+	Key      string
+	Wildcard bool
+	// Filters are the normalised filter values (§6.9); nil receives every
+	// message on the key, filtered or not (OQ-2).
+	Filters []string
+	// QoS is recorded as sent (0–2); no behaviour depends on it yet (§6.3).
+	QoS uint8
+	// LoadBalance puts the subscription in Group: each message goes to one
+	// member of the group, round-robin (§6.8, OQ-34).
+	LoadBalance bool
+	Group       string
+	// Reply is the frame written once the subscription is in place (the
+	// `subscribed` frame), nil for restored subscriptions (§2.6). TooMany is
+	// written instead when the per-connection cap is reached.
+	Reply, TooMany []byte
+}
+
+// sub is one subscription on its connection's worker.
+type sub struct {
+	c    *Conn
+	spec SubSpec
+	next *sub    // next subscription of the same connection
+	pos  int     // index in table.exact[spec.Key]
+	m    *member // the group member, for load-balanced subscriptions
+}
+
+func (s *sub) accepts(filter string) bool { return acceptsFilter(s.spec.Filters, filter) }
+
+func acceptsFilter(filters []string, filter string) bool {
+	if filters == nil {
+		return true
+	}
+	if filter == "" {
+		return false
+	}
+	for _, f := range filters {
+		if f == filter {
+			return true
+		}
+	}
+	return false
+}
+
+// table is a worker's routing index of broadcast subscriptions. Owned by one
+// worker; no locks.
+type table struct {
+	exact map[string][]*sub
+	wild  *topic.Trie[*sub]
+}
+
+func newTable() table {
+	return table{exact: make(map[string][]*sub), wild: topic.NewTrie[*sub]()}
+}
+
+func (t *table) insert(s *sub) {
+	if s.spec.Wildcard {
+		t.wild.Insert(s.spec.Key, s)
+		return
+	}
+	list := t.exact[s.spec.Key]
+	s.pos = len(list)
+	t.exact[s.spec.Key] = append(list, s)
+}
+
+func (t *table) remove(s *sub) {
+	if s.spec.Wildcard {
+		t.wild.Remove(s.spec.Key, s)
+		return
+	}
+	list := t.exact[s.spec.Key]
+	last := len(list) - 1
+	if s.pos > last || list[s.pos] != s {
+		return
+	}
+	list[s.pos] = list[last]
+	list[s.pos].pos = s.pos
+	list[last] = nil
+	if last == 0 {
+		delete(t.exact, s.spec.Key)
+		return
+	}
+	t.exact[s.spec.Key] = list[:last]
+}
+
+// size returns the number of subscriptions in the table.
+func (t *table) size() int {
+	n := t.wild.Len()
+	for _, l := range t.exact {
+		n += len(l)
+	}
+	return n
+}

@@ -1,0 +1,223 @@
+package hub
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"go.uber.org/zap"
+)
+
+// retryEvery is how often a worker retries connections whose socket was full.
+const retryEvery = 5 * time.Millisecond
+
+// worker owns a share of the connections, their subscriptions, the routing
+// tables for them, and the load-balanced groups whose names hash to it.
+type worker struct {
+	h     *Hub
+	id    int
+	in    *inbox
+	log   *zap.Logger
+	conns []*Conn
+	tab   table
+	grp   groups
+
+	deliveries atomic.Uint64 // written by this worker only
+
+	forceRevalidate bool
+	touched         []*Conn // connections written during the current batch
+	frames          frameCache
+}
+
+func newWorker(h *Hub, id int) *worker {
+	return &worker{
+		h: h, id: id,
+		in:  newInbox(h.cfg.MaxPendingPublications),
+		log: h.cfg.Logger.Named("hub").With(zap.Int("worker", id)),
+		tab: newTable(),
+		grp: newGroups(),
+	}
+}
+
+func (w *worker) post(o op) { w.in.push(o) }
+
+func (w *worker) addRetry(c *Conn) { w.in.addRetry(c) }
+
+func (w *worker) run() {
+	defer w.h.wg.Done()
+	tick := time.NewTicker(w.h.cfg.Tick)
+	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	retryArmed := false
+	var ops []op
+	var retrying []*Conn
+	for {
+		select {
+		case <-w.in.signal:
+		case now := <-tick.C:
+			w.sweep(now)
+		case <-retry.C:
+			retryArmed = false
+		case <-w.h.stop:
+			w.drain(ops)
+			return
+		}
+		ops = w.in.take(ops)
+		for i := range ops {
+			w.handle(&ops[i])
+			ops[i] = op{}
+		}
+		w.flushTouched()
+		retrying = w.in.takeRetry(retrying)
+		for i, c := range retrying {
+			c.wmu.Lock()
+			c.retrying = false
+			c.flushLocked()
+			c.wmu.Unlock()
+			retrying[i] = nil
+		}
+		if len(retrying) > 0 && !retryArmed {
+			retry.Reset(retryEvery)
+			retryArmed = true
+		}
+	}
+}
+
+// drain runs what is left in the inbox at shutdown, so no caller waits on an
+// op that never runs.
+func (w *worker) drain(spare []op) {
+	ops := w.in.take(spare)
+	for i := range ops {
+		if ops[i].kind == opRun || ops[i].kind == opUnregister {
+			w.handle(&ops[i])
+		}
+	}
+}
+
+func (w *worker) handle(o *op) {
+	switch o.kind {
+	case opRegister:
+		o.c.idx = len(w.conns)
+		w.conns = append(w.conns, o.c)
+		w.h.stats.conns.Add(1)
+	case opUnregister:
+		w.unregister(o.c)
+	case opSubscribe:
+		w.subscribe(o.c, o.spec)
+	case opUnsubscribe:
+		w.unsubscribe(o.c, o.pattern)
+		w.write(o.c, o.reply)
+	case opPublish:
+		w.fanOut(o.pub)
+	case opClose:
+		o.c.closeWith(o.code, o.reason)
+	case opRun:
+		o.fn(o.c)
+	case opMemberAdd:
+		if w.grp.add(o.member) {
+			w.h.stats.groups.Add(1)
+		}
+		w.write(o.member.c, o.member.reply)
+	case opMemberRemove:
+		if w.grp.remove(o.member) {
+			w.h.stats.groups.Add(-1)
+		}
+	}
+}
+
+// write queues frame to c and remembers to flush c at the end of the batch.
+func (w *worker) write(c *Conn, frame []byte) {
+	if frame == nil {
+		return
+	}
+	c.wmu.Lock()
+	if c.appendLocked(frame) && len(c.out) == 1 {
+		w.touched = append(w.touched, c)
+	}
+	c.wmu.Unlock()
+}
+
+func (w *worker) flushTouched() {
+	for i, c := range w.touched {
+		c.Flush()
+		w.touched[i] = nil
+	}
+	w.touched = w.touched[:0]
+}
+
+func (w *worker) unregister(c *Conn) {
+	if c.idx < 0 {
+		return
+	}
+	for s := c.subs; s != nil; s = s.next {
+		w.detach(s)
+	}
+	c.subs, c.nsubs = nil, 0
+	last := len(w.conns) - 1
+	w.conns[c.idx] = w.conns[last]
+	w.conns[c.idx].idx = c.idx
+	w.conns[last] = nil
+	w.conns = w.conns[:last]
+	c.idx = -1
+	w.h.stats.conns.Add(-1)
+	if w.h.cfg.OnClose != nil {
+		w.h.cfg.OnClose(c)
+	}
+}
+
+// sweep enforces the deadlines and schedules revalidations. One pass over the
+// worker's connections per tick; no per-connection timers.
+func (w *worker) sweep(now time.Time) {
+	ns := now.UnixNano()
+	cfg := &w.h.cfg
+	var due []*Conn
+	for i := 0; i < len(w.conns); i++ {
+		c := w.conns[i]
+		switch c.Phase() {
+		case PhaseHandshake:
+			if ns-c.created > int64(cfg.HandshakeTimeout) {
+				w.expire(c, 0, "")
+			}
+			continue
+		case PhaseOpen:
+			if ns-c.created > int64(cfg.AuthTimeout) {
+				w.expire(c, 4008, "auth_timeout")
+				continue
+			}
+		case PhaseAuthed:
+			if s := c.Session(); s != nil && !c.revalidate && cfg.Revalidate != nil &&
+				(w.forceRevalidate || now.Sub(s.ValidatedAt) >= cfg.RevalidateInterval) {
+				c.revalidate = true
+				due = append(due, c)
+			}
+		}
+		if ns-c.lastRead.Load() > int64(cfg.IdleTimeout) {
+			w.expire(c, ws.StatusNormalClosure, "idle_timeout")
+		}
+	}
+	w.forceRevalidate = false
+	if len(due) > 0 {
+		w.h.bg.Add(1)
+		go func() {
+			defer w.h.bg.Done()
+			cfg.Revalidate(due)
+		}()
+	}
+}
+
+var handshakeTimeoutResponse = []byte("HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 28\r\nConnection: close\r\n\r\nrequest header not complete\n")
+
+func (w *worker) expire(c *Conn, code ws.StatusCode, reason string) {
+	w.h.stats.idles.Add(1)
+	if code == 0 {
+		c.WriteFlush(handshakeTimeoutResponse)
+	}
+	c.closeWith(code, reason)
+}
+
+func (w *worker) closeAll() {
+	for _, c := range append([]*Conn(nil), w.conns...) {
+		c.closeWith(ws.StatusGoingAway, "server shutting down")
+	}
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"encoding/binary"
+	"unicode/utf8"
+
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// Close codes the broker sends (RFC 6455 §7.4.1; protocol-decisions.md D-5,
+// OQ-44, OQ-65, §3.5).
+const (
+	closeAuthTimeout  ws.StatusCode = 4008
+	closeAuthFailures ws.StatusCode = 4003
+	closeRevoked      ws.StatusCode = 4001
+)
+
+// readFrame handles the frame at the start of b (RFC 6455 §5.2) and returns
+// its length, or 0 when it is not complete yet. The declared length is
+// checked against the frame cap before anything is buffered for it.
+func (s *Server) readFrame(st *connState, b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	hlen := 2
+	switch b[1] & 0x7f {
+	case 126:
+		hlen += 2
+	case 127:
+		hlen += 8
+	}
+	masked := b[1]&0x80 != 0
+	if masked {
+		hlen += 4
+	}
+	if len(b) < hlen {
+		return 0
+	}
+	var length uint64
+	switch b[1] & 0x7f {
+	case 126:
+		length = uint64(binary.BigEndian.Uint16(b[2:4]))
+	case 127:
+		length = binary.BigEndian.Uint64(b[2:10])
+		if length>>63 != 0 {
+			s.closeProtocol(st, ws.StatusProtocolError, "invalid payload length")
+			return 0
+		}
+	default:
+		length = uint64(b[1] & 0x7f)
+	}
+	fin := b[0]&0x80 != 0
+	op := ws.OpCode(b[0] & 0x0f)
+	switch {
+	case b[0]&0x70 != 0:
+		s.closeProtocol(st, ws.StatusProtocolError, "reserved bits set")
+		return 0
+	case !masked:
+		s.closeProtocol(st, ws.StatusProtocolError, "client frames must be masked")
+		return 0
+	case op.IsReserved():
+		s.closeProtocol(st, ws.StatusProtocolError, "reserved opcode")
+		return 0
+	case op.IsControl() && (!fin || length > 125):
+		s.closeProtocol(st, ws.StatusProtocolError, "invalid control frame")
+		return 0
+	case length > uint64(s.cfg.MaxFrameSize):
+		s.closeProtocol(st, ws.StatusMessageTooBig, "frame too large")
+		return 0
+	}
+	total := hlen + int(length)
+	if len(b) < total {
+		st.need = total
+		return 0
+	}
+	var mask [4]byte
+	copy(mask[:], b[hlen-4:hlen])
+	payload := b[hlen:total]
+	ws.Cipher(payload, mask, 0)
+	s.onFrame(st, op, fin, payload)
+	return total
+}
+
+// onFrame dispatches one complete, unmasked frame.
+func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) {
+	switch op {
+	case ws.OpPing:
+		st.write(wsframe.New(ws.OpPong, payload))
+	case ws.OpPong:
+	case ws.OpClose:
+		s.onClose(st, payload)
+	case ws.OpContinuation:
+		if st.fragOp == 0 {
+			s.closeProtocol(st, ws.StatusProtocolError, "continuation without a started message")
+			return
+		}
+		if len(st.frag)+len(payload) > s.cfg.MaxFrameSize {
+			s.closeProtocol(st, ws.StatusMessageTooBig, "message too large")
+			return
+		}
+		st.frag = append(st.frag, payload...)
+		if fin {
+			msgOp, msg := ws.OpCode(st.fragOp), st.frag
+			st.fragOp, st.frag = 0, nil
+			s.onMessage(st, msgOp, msg)
+		}
+	default: // text or binary
+		if st.fragOp != 0 {
+			s.closeProtocol(st, ws.StatusProtocolError, "new message inside a fragmented message")
+			return
+		}
+		if !fin {
+			st.fragOp = byte(op)
+			st.frag = append(make([]byte, 0, min(2*len(payload)+64, s.cfg.MaxFrameSize)), payload...)
+			return
+		}
+		s.onMessage(st, op, payload)
+	}
+}
+
+// onClose answers a close frame (RFC 6455 §5.5.1) with the same code and
+// closes. A malformed close payload is a protocol error; an invalid UTF-8
+// reason is 1007.
+func (s *Server) onClose(st *connState, p []byte) {
+	code := ws.StatusNormalClosure
+	switch {
+	case len(p) == 1:
+		s.closeProtocol(st, ws.StatusProtocolError, "close payload of one byte")
+		return
+	case len(p) >= 2:
+		code = ws.StatusCode(binary.BigEndian.Uint16(p))
+		if !utf8.Valid(p[2:]) {
+			s.closeProtocol(st, ws.StatusInvalidFramePayloadData, "close reason is not UTF-8")
+			return
+		}
+		if err := ws.CheckCloseFrameData(code, ""); err != nil {
+			s.closeProtocol(st, ws.StatusProtocolError, "invalid close code")
+			return
+		}
+	}
+	s.closeProtocol(st, code, "")
+}
+
+// closeProtocol writes a close frame and marks the connection for closing
+// once this read is done. Later input is ignored.
+func (s *Server) closeProtocol(st *connState, code ws.StatusCode, reason string) {
+	if st.closing {
+		return
+	}
+	st.write(wsframe.Close(code, reason))
+	st.closing = true
+	st.frag = nil
+}

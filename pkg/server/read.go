@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// onRequest consumes everything netpoll has buffered for the connection. It
+// never waits for more bytes (see the package doc).
+func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
+	st, _ := ctx.(*connState)
+	r := nc.Reader()
+	n := r.Len()
+	if st == nil || st.c == nil || st.closing {
+		_ = r.Skip(n)
+		_ = r.Release()
+		return nil
+	}
+	st.c.Touch(time.Now().UnixNano())
+	var buf []byte
+	fromPartial := len(st.partial) > 0
+	if fromPartial {
+		chunk, _ := r.Next(n)
+		st.partial = append(st.partial, chunk...)
+		buf = st.partial
+	} else {
+		buf, _ = r.Peek(n)
+	}
+	used := s.process(st, buf)
+	rest := buf[used:]
+	switch {
+	case st.closing:
+		st.partial = nil
+	case fromPartial && len(rest) == 0:
+		st.partial = nil
+	case fromPartial:
+		st.partial = append(st.partial[:0], rest...)
+	case len(rest) > 0:
+		st.partial = append(make([]byte, 0, max(st.need, len(rest))), rest...)
+	}
+	if !fromPartial {
+		_ = r.Skip(n)
+	}
+	_ = r.Release()
+	if st.wrote {
+		st.wrote = false
+		st.c.Flush()
+	}
+	if st.closing {
+		_ = nc.Close()
+	}
+	return nil
+}
+
+// process handles every complete request or frame at the start of buf and
+// returns the number of bytes used. It stops at the first incomplete one.
+func (s *Server) process(st *connState, buf []byte) int {
+	off := 0
+	for off < len(buf) && !st.closing {
+		var n int
+		if st.c.Phase() == hub.PhaseHandshake {
+			n = s.handshake(st, buf[off:])
+		} else {
+			n = s.readFrame(st, buf[off:])
+		}
+		if n == 0 {
+			break
+		}
+		off += n
+	}
+	return off
+}
+
+// write queues a reply frame; it is flushed at the end of onRequest.
+func (st *connState) write(frame []byte) {
+	if st.c.Write(frame) {
+		st.wrote = true
+	}
+}

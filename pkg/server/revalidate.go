@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// revalidateRetry is how long after a failed (unavailable) revalidation the
+// next attempt comes (OQ-9).
+const revalidateRetry = 30 * time.Second
+
+var revokedFrame = frame(disconnectPayload("token_revoked"))
+
+// revalidate checks due sessions against the auth backend (protocol.md §4.9,
+// OQ-9, OQ-11, OQ-12). It runs on a hub goroutine, one batch at a time.
+func (s *Server) revalidate(conns []*hub.Conn) {
+	answers := make(map[string]revalidation)
+	for _, c := range conns {
+		sess := c.Session()
+		a, ok := answers[sess.ActorTokenID]
+		if !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+			a.g, a.err = s.cfg.Auth.Revalidate(ctx, sess.ActorTokenID)
+			cancel()
+			answers[sess.ActorTokenID] = a
+		}
+		s.applyRevalidation(c, sess, a)
+	}
+}
+
+type revalidation struct {
+	g   *auth.Grant
+	err error
+}
+
+func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation) {
+	switch {
+	case a.err == nil && a.g != nil:
+		next := *old
+		next.Grant, next.ValidatedAt = a.g, time.Now()
+		s.hub.Run(c, func(c *hub.Conn) {
+			c.SetSession(&next)
+			s.dropRevoked(c, &next)
+		})
+	case errors.Is(a.err, auth.ErrDenied):
+		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", old.ActorTokenID))
+		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(revokedFrame) })
+		s.hub.Close(c, closeRevoked, "token_revoked")
+		return
+	default:
+		next := *old
+		next.ValidatedAt = time.Now().Add(revalidateRetry - s.cfg.Hub.RevalidateInterval)
+		s.hub.Run(c, func(c *hub.Conn) { c.SetSession(&next) })
+	}
+	s.hub.RevalidationDone(c)
+}
+
+// dropRevoked removes the subscriptions the new grant no longer allows and
+// tells the client about each (OQ-12). It runs on c's worker.
+func (s *Server) dropRevoked(c *hub.Conn, sess *hub.Session) {
+	g := grantOf(sess)
+	for _, sub := range c.Subscriptions() {
+		eff := g.Rules.EffectivePattern(sub.Pattern, g.ScopeSlug, acl.OpSubscribe)
+		if g.Rules.Check(eff, acl.OpSubscribe) == acl.Allowed {
+			continue
+		}
+		c.DropSubscription(sub.Pattern)
+		e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: sub.Pattern, HasTopic: true, Detail: "access revoked"}
+		if sess.Version < 2 {
+			e.Err = wire.ErrNotAuthorized
+		}
+		c.WriteFrame(wsframe.Binary(wire.AppendError(nil, e)))
+	}
+}
+
+// disconnectPayload is the {type:"disconnect", reason} frame sent just
+// before a 4001 close (OQ-62).
+func disconnectPayload(reason string) []byte {
+	b := msgp.AppendMapHeader(nil, 2)
+	b = msgp.AppendString(b, "type")
+	b = msgp.AppendString(b, "disconnect")
+	b = msgp.AppendString(b, "reason")
+	return msgp.AppendString(b, reason)
+}

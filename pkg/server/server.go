@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Addr is the TCP listen address, e.g. ":8080" or "127.0.0.1:0".
+	Addr string
+	// Auth validates tokens; required. Wrap it in auth.NewCache for the 30 s
+	// token cache (protocol.md §4.8).
+	Auth auth.Authenticator
+	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
+	// set by the server.
+	Hub hub.Config
+	// MaxFrameSize bounds an inbound frame and a reassembled message, in
+	// bytes; larger ones close the connection with 1009. 0 means 1 MiB.
+	MaxFrameSize int
+	// MaxMessageSize is the default bound on a publish's data in bytes
+	// (42930 above it); a token may lower it. Capped at 921600 (OQ-7).
+	MaxMessageSize int
+	// RecordMessages stamps every publish with a UUIDv4 msgId and
+	// requiresAck:true (protocol.md §6.4).
+	RecordMessages bool
+	// RateLimit is the default publishes per second per connection (42910
+	// above it, OQ-6); 0 means 50.
+	RateLimit int
+	// ErrorFrameLimit caps error frames per second per connection (OQ-67); 0
+	// means 10.
+	ErrorFrameLimit int
+	// MaxAuthFailures closes a connection with 4003 after this many failed
+	// auth attempts (OQ-65); 0 means 5.
+	MaxAuthFailures int
+	// MaxHeaderBytes bounds the HTTP upgrade request; 0 means 8 KiB.
+	MaxHeaderBytes int
+	// Logger receives the server's logs; nil means none.
+	Logger *zap.Logger
+}
+
+// PayloadCeiling is the hard upper bound of a publish's data in bytes
+// (protocol.md §6.11).
+const PayloadCeiling = 921600
+
+func (c *Config) setDefaults() {
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = 1 << 20
+	}
+	if c.MaxMessageSize <= 0 || c.MaxMessageSize > PayloadCeiling {
+		c.MaxMessageSize = PayloadCeiling
+	}
+	if c.RateLimit <= 0 {
+		c.RateLimit = 50
+	}
+	if c.ErrorFrameLimit <= 0 {
+		c.ErrorFrameLimit = 10
+	}
+	if c.MaxAuthFailures <= 0 {
+		c.MaxAuthFailures = 5
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = 8 << 10
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Hub.RevalidateInterval <= 0 {
+		c.Hub.RevalidateInterval = 600 * time.Second
+	}
+}
+
+// Server is one kraken listener with its worker pool.
+type Server struct {
+	cfg      Config
+	log      *zap.Logger
+	hub      *hub.Hub
+	loop     netpoll.EventLoop
+	ln       net.Listener
+	orgs     orgCounter
+	draining atomic.Bool
+	served   chan error
+	stopOnce sync.Once
+}
+
+var netpollOnce sync.Once
+
+// tuneNetpoll shrinks netpoll's per-connection buffers: nodes of 512 bytes
+// instead of 4–8 KiB, so an idle connection costs a few KiB, not twelve.
+func tuneNetpoll() {
+	netpollOnce.Do(func() {
+		netpoll.LinkBufferCap = 512
+		_ = netpoll.Configure(netpoll.Config{BufferSize: 512})
+	})
+}
+
+// New validates cfg and builds a Server. It does not listen yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Auth == nil {
+		return nil, errors.New("server: an Authenticator is required")
+	}
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1)}
+	hc := cfg.Hub
+	hc.Logger = cfg.Logger
+	hc.Revalidate = s.revalidate
+	hc.OnClose = s.connClosed
+	s.hub = hub.New(hc)
+	if n, ok := cfg.Auth.(auth.Notifier); ok {
+		n.OnChange(s.hub.RevalidateAll)
+	}
+	return s, nil
+}
+
+// Start listens on cfg.Addr and serves in the background.
+func (s *Server) Start() error {
+	tuneNetpoll()
+	ln, err := netpoll.CreateListener("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnPrepare(s.onPrepare))
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	s.ln, s.loop = ln, loop
+	s.hub.Start()
+	go func() { s.served <- loop.Serve(ln) }()
+	s.log.Info("listening", zap.String("addr", ln.Addr().String()))
+	return nil
+}
+
+// Addr returns the listening address (useful with port 0).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Hub returns the worker pool, for stats.
+func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// Shutdown stops accepting, closes every connection with 1001 (going away)
+// after flushing what it can, and stops the workers, within ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.draining.Store(true)
+		err = s.hub.Shutdown(ctx)
+		if e := s.loop.Shutdown(ctx); err == nil && e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
+			err = e
+		}
+		select {
+		case <-s.served:
+		case <-time.After(time.Second):
+		}
+	})
+	return err
+}
+
+func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
+	st := &connState{Context: context.Background(), nc: nc}
+	if s.draining.Load() {
+		_ = nc.Close()
+		return st
+	}
+	st.c = s.hub.Register(transport{nc})
+	c := st.c
+	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
+		s.hub.Closed(c)
+		return nil
+	})
+	return st
+}
+
+func (s *Server) connClosed(c *hub.Conn) {
+	if sess := c.Session(); sess != nil && sess.OrgLimited {
+		s.orgs.release(sess.OrganizationID)
+	}
+	if ce := s.log.Check(zap.DebugLevel, "connection closed"); ce != nil {
+		ce.Write(zap.Uint64("conn_id", c.ID))
+	}
+}
+
+// transport adapts a netpoll connection to hub.Transport.
+type transport struct{ netpoll.Connection }
+
+// Fd returns the socket's file descriptor.
+func (t transport) Fd() int { return t.Connection.(netpoll.Conn).Fd() }

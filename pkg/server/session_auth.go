@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/topic"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// authTimeout bounds one token validation; the SDKs give up after 10 s
+// (protocol.md §12.4 item 17).
+const authTimeout = 5 * time.Second
+
+// authenticate handles the first `auth` frame (protocol.md §2.1–§2.4).
+func (s *Server) authenticate(st *connState, cmd *wire.Command) {
+	g, reason := s.validate(cmd)
+	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
+		!s.orgs.reserve(g.OrganizationID, g.MaxConnections) {
+		reason = wire.ErrConnectionLimitReached
+	}
+	if reason != "" {
+		st.write(frame(wire.AppendAuthFailed(nil, reason)))
+		st.failures++
+		if st.failures >= s.cfg.MaxAuthFailures {
+			s.closeProtocol(st, closeAuthFailures, "too_many_auth_failures")
+		}
+		return
+	}
+	version := min(max(cmd.ProtocolVersion, 1), 2)
+	sess := &hub.Session{
+		ActorTokenID:   g.ActorTokenID,
+		ProjectID:      g.ProjectID,
+		OrganizationID: g.OrganizationID,
+		Version:        version,
+		Grant:          g,
+		ValidatedAt:    time.Now(),
+		OrgLimited:     g.MaxConnections > 0 && g.OrganizationID != "",
+	}
+	st.c.SetSession(sess)
+	st.c.SetPhase(hub.PhaseAuthed)
+	var specs []*hub.SubSpec
+	restored := []wire.Restored{}
+	if cmd.Reconnect {
+		specs, restored = s.restorable(sess, g)
+	}
+	st.write(frame(wire.AppendAuthOK(nil, &wire.AuthOK{
+		ActorTokenID:    g.ActorTokenID,
+		ProjectID:       g.ProjectID,
+		ActorType:       g.ActorType,
+		ProtocolVersion: version,
+		Restored:        restored,
+	})))
+	for _, spec := range specs {
+		s.hub.Subscribe(st.c, spec)
+	}
+	if ce := s.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
+		ce.Write(zap.Uint64("conn_id", st.c.ID), zap.String("actor_token_id", g.ActorTokenID),
+			zap.Int("protocol_version", version))
+	}
+}
+
+// validate asks the auth backend about the token; reason is "" on success,
+// else the `error` of the auth reply (protocol.md §2.4, OQ-29).
+func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string) {
+	if !cmd.TokenIsString {
+		return nil, wire.ErrAccessDenied
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+	defer cancel()
+	g, err := s.cfg.Auth.Validate(ctx, cmd.Token)
+	switch {
+	case err == nil && g != nil:
+		return g, ""
+	case errors.Is(err, auth.ErrDenied):
+		return nil, wire.ErrAccessDenied
+	default:
+		s.log.Warn("token validation failed", zap.Error(err))
+		return nil, wire.ErrAuthenticationFailed
+	}
+}
+
+// restorable turns the grant's activeSubscriptions into subscriptions
+// (protocol.md §2.6, OQ-53): each is checked against the grants again and
+// skipped silently when refused; no `subscribed` frames are sent.
+func (s *Server) restorable(sess *hub.Session, g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
+	specs := []*hub.SubSpec{}
+	restored := []wire.Restored{}
+	for _, a := range g.ActiveSubscriptions {
+		if topic.ValidateSubscribe(a.Pattern) != nil {
+			continue
+		}
+		spec, appID, ok := s.resolveSub(g, a.Pattern)
+		if !ok {
+			continue
+		}
+		filters, errStr := wire.FilterSpec{Kind: wire.FiltersArray, Items: filterItems(a.Filters)}.Normalize()
+		if errStr != "" {
+			continue
+		}
+		spec.Filters, spec.QoS = filters, 1
+		if a.LoadBalance {
+			spec.LoadBalance = true
+			spec.Group = groupName(sess, appID, a.LoadBalanceGroup)
+		}
+		specs = append(specs, spec)
+		restored = append(restored, wire.Restored{Name: a.Pattern, LoadBalance: a.LoadBalance,
+			LoadBalanceGroup: a.LoadBalanceGroup, Filters: a.Filters})
+	}
+	return specs, restored
+}
+
+func filterItems(values []string) []wire.FilterItem {
+	items := make([]wire.FilterItem, len(values))
+	for i, v := range values {
+		items[i] = wire.FilterItem{Values: []string{v}, Valid: true}
+	}
+	return items
+}
+
+// resolveSub applies scope injection, the grant check and topic resolution
+// to a subscribe pattern (protocol.md §3.3 steps 1–3).
+func (s *Server) resolveSub(g *auth.Grant, pattern string) (*hub.SubSpec, string, bool) {
+	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
+	if g.Rules.Check(eff, acl.OpSubscribe) != acl.Allowed {
+		return nil, "", false
+	}
+	res, ok := g.Rules.Resolve(eff)
+	if !ok {
+		return nil, "", false
+	}
+	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res.AppID, true
+}
+
+// groupName is the load-balancing group of a subscription:
+// <projectId>_<appId>_<loadBalanceGroup or actorTokenId> (protocol.md §6.8).
+// The broker treats it as an opaque key, so a '/' in the client's group
+// cannot cut it short (OQ-35).
+func groupName(sess *hub.Session, appID, group string) string {
+	if group == "" {
+		group = sess.ActorTokenID
+	}
+	return sess.ProjectID + "_" + appID + "_" + group
+}

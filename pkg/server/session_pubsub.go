@@ -1,0 +1,192 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/google/uuid"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/topic"
+	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// hintWildcardPublish is the hint of the 42940 error for a publish topic
+// with '+' or '#' (D-2).
+const hintWildcardPublish = "wildcards are only allowed in subscribe topics"
+
+func grantOf(sess *hub.Session) *auth.Grant { return sess.Grant.(*auth.Grant) }
+
+// subscribe handles `subscribe` (protocol.md §3.3): always exactly one
+// `subscribed` or one error frame, with topic echoed as sent.
+func (s *Server) subscribe(st *connState, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		s.badRequest(st, "subscribe requires topic")
+		return
+	}
+	sess := st.c.Session()
+	g := grantOf(sess)
+	if err := topic.ValidateSubscribe(cmd.Topic); err != nil {
+		s.sendError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
+		return
+	}
+	eff := g.Rules.EffectivePattern(cmd.Topic, g.ScopeSlug, acl.OpSubscribe)
+	if d := g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
+		s.unknownTopic(st, sess, cmd.Topic, d.Hint(acl.OpSubscribe), "")
+		return
+	}
+	spec, appID, _ := s.resolveSub(g, cmd.Topic)
+	filters, errStr := cmd.Filters.Normalize()
+	if errStr != "" {
+		s.sendError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		return
+	}
+	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
+	if cmd.LoadBalance {
+		spec.LoadBalance = true
+		spec.Group = groupName(sess, appID, cmd.LoadBalanceGroup)
+	}
+	spec.Reply = frame(wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance))
+	spec.TooMany = frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrTooManySubscriptions,
+		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
+	s.hub.Subscribe(st.c, spec)
+}
+
+// unsubscribe always answers `unsubscribed`, subscribed or not (OQ-60).
+func (s *Server) unsubscribe(st *connState, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		s.badRequest(st, "unsubscribe requires topic")
+		return
+	}
+	s.hub.Unsubscribe(st.c, cmd.Topic, frame(wire.AppendUnsubscribed(nil, cmd.Topic)))
+}
+
+// setFilters replaces a live subscription's filters (protocol.md §6.9,
+// OQ-61).
+func (s *Server) setFilters(st *connState, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		s.badRequest(st, "setFilters requires topic")
+		return
+	}
+	if cmd.Filters.Kind == wire.FiltersAbsent {
+		s.badRequest(st, "setFilters requires filters")
+		return
+	}
+	filters, errStr := cmd.Filters.Normalize()
+	if errStr != "" {
+		s.sendError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		return
+	}
+	var raw []byte
+	if cmd.Filters.Kind == wire.FiltersArray {
+		raw = append([]byte(nil), cmd.Filters.Raw...)
+	}
+	ok := frame(wire.AppendFiltersUpdated(nil, cmd.Topic, raw))
+	notSub := frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	pattern := cmd.Topic
+	s.hub.Run(st.c, func(c *hub.Conn) {
+		if c.SetFilters(pattern, filters) {
+			c.WriteFrame(ok)
+			return
+		}
+		c.WriteFrame(notSub)
+	})
+}
+
+// publish handles `publish` in the order of protocol.md §3.3: rate limit,
+// size, grant check, resolution, filter, then fan-out.
+func (s *Server) publish(st *connState, cmd *wire.Command) {
+	fail := func(e *wire.Error) {
+		e.Topic, e.HasTopic, e.MsgRef = cmd.Topic, true, cmd.MsgRef
+		s.sendError(st, e)
+	}
+	if !cmd.HasTopic {
+		s.sendError(st, &wire.Error{Err: wire.ErrBadRequest, Detail: "publish requires topic", MsgRef: cmd.MsgRef})
+		return
+	}
+	sess := st.c.Session()
+	g := grantOf(sess)
+	now := time.Now()
+	if !st.allowPublish(now.Unix(), limitOr(g.RateLimit, s.cfg.RateLimit)) {
+		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded})
+		return
+	}
+	data := cmd.Data
+	if data == nil {
+		data = msgpackNil // OQ-14: an absent data is nil
+	}
+	if limit := min(limitOr(g.MaxMessageSize, s.cfg.MaxMessageSize), PayloadCeiling); len(data) > limit {
+		fail(&wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit})
+		return
+	}
+	if err := topic.ValidatePublish(cmd.Topic); err != nil {
+		if errors.Is(err, topic.ErrWildcardInPublish) {
+			s.unknownTopic(st, sess, cmd.Topic, hintWildcardPublish, cmd.MsgRef)
+			return
+		}
+		fail(&wire.Error{Err: wire.ErrInvalidTopic, Detail: err.Error()})
+		return
+	}
+	eff := g.Rules.EffectivePattern(cmd.Topic, g.ScopeSlug, acl.OpPublish)
+	if d := g.Rules.Check(eff, acl.OpPublish); d != acl.Allowed {
+		s.unknownTopic(st, sess, cmd.Topic, d.Hint(acl.OpPublish), cmd.MsgRef)
+		return
+	}
+	res, _ := g.Rules.Resolve(eff)
+	filter, detail := wire.PublishFilter(cmd)
+	if detail != "" {
+		fail(&wire.Error{Code: wire.CodeInvalidFilter, Err: wire.ErrInvalidFilter, Detail: detail})
+		return
+	}
+	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo}
+	p.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
+		From: sess.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
+	if s.cfg.RecordMessages {
+		p.Msg.MsgID = uuid.NewString()
+	}
+	p.Frame = wsframe.Framed(ws.OpBinary, len(data)+len(cmd.Topic)+160, func(b []byte) []byte {
+		return wire.AppendMessage(b, &p.Msg)
+	})
+	if cmd.MsgRef != "" {
+		st.write(frame(wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)))
+	}
+	s.hub.Publish(p)
+}
+
+var msgpackNil = []byte{0xc0}
+
+// unknownTopic sends the error for a topic outside the grants: 42940
+// unknown_topic for v2, not_authorized with the same code for v1 (D-3,
+// OQ-25).
+func (s *Server) unknownTopic(st *connState, sess *hub.Session, t, hint, msgRef string) {
+	e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: t, HasTopic: true, Hint: hint, MsgRef: msgRef}
+	if sess.Version < 2 {
+		e.Err = wire.ErrNotAuthorized
+	}
+	s.sendError(st, e)
+}
+
+// allowPublish applies the fixed one-second window rate limit (protocol.md
+// §6.10): rejected publishes do not count.
+func (st *connState) allowPublish(sec int64, limit int) bool {
+	if sec != st.rateSec {
+		st.rateSec, st.rateN = sec, 1
+		return true
+	}
+	if st.rateN >= limit {
+		return false
+	}
+	st.rateN++
+	return true
+}
+
+func limitOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
