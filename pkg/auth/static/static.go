@@ -1,0 +1,226 @@
+package static
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+)
+
+// ErrRead wraps every failure to read the token file; the message names the
+// path and the operating-system reason (D-1).
+var ErrRead = errors.New("static: cannot read auth file")
+
+// ErrParse wraps every failure to parse the token file; the message names the
+// path and, for JSON syntax errors, the line and column (D-1).
+var ErrParse = errors.New("static: cannot parse auth file")
+
+// DefaultPollInterval is how often the watcher checks the token file when
+// Config.PollInterval is 0.
+const DefaultPollInterval = time.Second
+
+// Config configures a Static backend.
+type Config struct {
+	// Path is the token file (AUTH_FILE, protocol.md §4.1). Required.
+	Path string
+	// PollInterval is how often the file's mtime and size are checked for
+	// changes; a change is loaded once it has stayed the same for one
+	// interval. 0 means DefaultPollInterval (D-1).
+	PollInterval time.Duration
+	// Logger receives reload results and warnings about ignored fields;
+	// nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Stats are the reload counters of a Static backend (D-1: an operator must
+// see failed reloads).
+type Stats struct {
+	// Reloads counts successful reloads after the initial load, each
+	// counted once its OnChange callbacks have returned.
+	Reloads uint64
+	// ReloadFailures counts reloads that found the file unreadable or
+	// unparsable and kept the last valid token set.
+	ReloadFailures uint64
+	// Tokens is the number of usable tokens in the current set.
+	Tokens int
+}
+
+// Static is the token-file backend of protocol.md §4.1 with the reload
+// behaviour of D-1. It implements auth.Authenticator and auth.Notifier and
+// is safe for concurrent use.
+type Static struct {
+	path string
+	poll time.Duration
+	log  *zap.Logger
+
+	set atomic.Pointer[tokenSet]
+
+	reloadMu sync.Mutex // serialises Reload and guards stamp
+	stamp    fileStamp  // of the file as last read, successfully or not
+
+	cbMu      sync.Mutex
+	callbacks []func()
+
+	reloads  atomic.Uint64
+	failures atomic.Uint64
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New loads the token file at cfg.Path and starts one watcher goroutine that
+// reloads the file when its mtime or size changes; Close stops it.
+//
+// A missing, unreadable or unparsable file is an error wrapping ErrRead or
+// ErrParse whose message names the path and, for JSON syntax errors, the line
+// and column; D-1 makes this fatal at startup. Problems inside token entries
+// only log warnings (OQ-29).
+func New(cfg Config) (*Static, error) {
+	if cfg.Path == "" {
+		return nil, fmt.Errorf("%w: the path is empty", ErrRead)
+	}
+	s := &Static{
+		path: cfg.Path,
+		poll: cfg.PollInterval,
+		log:  cfg.Logger,
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if s.poll <= 0 {
+		s.poll = DefaultPollInterval
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	set, stamp, err := s.load(false)
+	if err != nil {
+		return nil, err
+	}
+	s.set.Store(set)
+	s.stamp = stamp
+	s.log.Info(fmt.Sprintf("Loaded auth file %s: %d tokens", s.path, len(set.byToken)),
+		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
+	go s.watch()
+	return s, nil
+}
+
+// Validate looks token up byte-exactly (protocol.md §4.1). An unknown token,
+// or one whose entry was skipped as unusable, is auth.ErrDenied. It never
+// blocks and ignores ctx.
+func (s *Static) Validate(_ context.Context, token string) (*auth.Grant, error) {
+	if g, ok := s.set.Load().byToken[token]; ok {
+		return g, nil
+	}
+	return nil, auth.ErrDenied
+}
+
+// Revalidate returns the grant of the first token entry, in file order, whose
+// actorTokenId is actorTokenID, else auth.ErrDenied (protocol.md §4.9). While
+// the file is broken the last valid set answers (D-1). It never blocks.
+func (s *Static) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant, error) {
+	if g, ok := s.set.Load().byActor[actorTokenID]; ok {
+		return g, nil
+	}
+	return nil, auth.ErrDenied
+}
+
+// OnChange registers f to run after every successful reload, once the new
+// token set is in place (D-1). Callbacks run one after another on the
+// reloading goroutine, in registration order; f must not block for long.
+func (s *Static) OnChange(f func()) {
+	s.cbMu.Lock()
+	defer s.cbMu.Unlock()
+	s.callbacks = append(s.callbacks, f)
+}
+
+// Reload re-reads the token file now; the watcher calls it when the file
+// changes, and it is exported for SIGHUP handling and tests.
+//
+// A valid file replaces the whole token set atomically, logs the token count
+// and then runs the OnChange callbacks. An unreadable or unparsable file logs
+// "Cannot read auth file <path>: <reason>" or "Failed to parse auth file
+// <path>: <reason>" at error level, counts a failure and keeps the last
+// valid set (D-1); the returned error wraps ErrRead or ErrParse.
+func (s *Static) Reload() error {
+	s.reloadMu.Lock()
+	set, stamp, err := s.load(true)
+	s.stamp = stamp
+	if err != nil {
+		s.reloadMu.Unlock()
+		s.failures.Add(1)
+		return err
+	}
+	s.set.Store(set)
+	s.reloadMu.Unlock()
+
+	s.log.Info(fmt.Sprintf("Reloaded auth file %s: %d tokens", s.path, len(set.byToken)),
+		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
+	s.cbMu.Lock()
+	cbs := append([]func(){}, s.callbacks...)
+	s.cbMu.Unlock()
+	for _, f := range cbs {
+		f()
+	}
+	s.reloads.Add(1) // after the callbacks, so Stats shows a finished reload
+	return nil
+}
+
+// Stats returns the reload counters and the current token count.
+func (s *Static) Stats() Stats {
+	return Stats{
+		Reloads:        s.reloads.Load(),
+		ReloadFailures: s.failures.Load(),
+		Tokens:         len(s.set.Load().byToken),
+	}
+}
+
+// Close stops the watcher goroutine and waits for it to exit. The backend
+// keeps answering from the last loaded set. Close is idempotent and always
+// returns nil.
+func (s *Static) Close() error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// load reads and parses the file. When logFailure is set (a reload; at
+// startup the caller reports the error) a failure is logged at error level
+// with the exact D-1 wording. The stamp is taken before reading, so a write
+// racing the read is seen as a change at the next poll.
+func (s *Static) load(logFailure bool) (*tokenSet, fileStamp, error) {
+	stamp := statFile(s.path)
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		reason := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Err
+		}
+		if logFailure {
+			s.log.Error(fmt.Sprintf("Cannot read auth file %s: %v", s.path, reason), zap.String("path", s.path))
+		}
+		return nil, stamp, fmt.Errorf("%w %s: %w", ErrRead, s.path, reason)
+	}
+	set, err := parseTokenFile(data, s.path, s.log)
+	if err != nil {
+		if logFailure {
+			s.log.Error(fmt.Sprintf("Failed to parse auth file %s: %v", s.path, err), zap.String("path", s.path))
+		}
+		return nil, stamp, fmt.Errorf("%w %s: %w", ErrParse, s.path, err)
+	}
+	return set, stamp, nil
+}
+
+var (
+	_ auth.Authenticator = (*Static)(nil)
+	_ auth.Notifier      = (*Static)(nil)
+)

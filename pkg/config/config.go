@@ -1,0 +1,198 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Config is the server configuration. Each field names its environment
+// variable and default; the flag is the variable lowercased with '_' -> '-'.
+type Config struct {
+	// Host is the listen address (WS_HOST, "0.0.0.0").
+	Host string
+	// WSPort is the WebSocket and HTTP port (WS_PORT, 8080, protocol.md §9);
+	// 0..65535, 0 lets the operating system choose.
+	WSPort int
+	// MQTTPort is the MQTT ingress port (MQTT_PORT, 1883, protocol.md §9);
+	// reserved: MQTT ingress is not built yet.
+	MQTTPort int
+	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"). Only
+	// "static" is available in this build.
+	AuthBackend string
+	// AuthFile is the static token file (AUTH_FILE, "examples/auth.json",
+	// relative to the working directory; an empty value means the default,
+	// protocol.md §4.1). The container sets /app/examples/auth.json.
+	AuthFile string
+	// AuthAllowAll accepts any token with full access (AUTH_ALLOW_ALL, false;
+	// protocol.md §4.1). Insecure; only "true" enables it.
+	AuthAllowAll bool
+	// BrokerBackend selects the broker (BROKER_BACKEND, "local"; "syn" is an
+	// alias of "local").
+	BrokerBackend string
+	// StoreBackend selects the message store (STORE_BACKEND, "memory"; "ets"
+	// is an alias of "memory"; "noop" records nothing).
+	StoreBackend string
+	// RecordMessages switches message recording (RECORD_MESSAGES, true; only
+	// "true" is true, protocol.md §9, §6.4).
+	RecordMessages bool
+	// MaxMessageSize is the default per-token message size limit in bytes
+	// (MAX_MESSAGE_SIZE, 921600). Larger values are capped at 921600 (OQ-7).
+	MaxMessageSize int
+	// MaxFrameSize is the largest WebSocket frame accepted, in bytes
+	// (MAX_FRAME_SIZE, 1048576; protocol.md §1.2). At least MaxMessageSize.
+	MaxFrameSize int
+	// IdleTimeout closes a connection that sends nothing for this long
+	// (IDLE_TIMEOUT_SECONDS, 60 s; OQ-44).
+	IdleTimeout time.Duration
+	// AuthTimeout closes a connection that has not authenticated within this
+	// long (AUTH_TIMEOUT_SECONDS, 30 s; OQ-44).
+	AuthTimeout time.Duration
+	// HandshakeTimeout bounds the HTTP upgrade (HANDSHAKE_TIMEOUT_SECONDS, 10 s).
+	HandshakeTimeout time.Duration
+	// RevalidateInterval is the period of the per-connection revalidation
+	// timer (REVALIDATE_INTERVAL_SECONDS, 600 s; protocol.md §4.9, OQ-9).
+	RevalidateInterval time.Duration
+	// TokenCacheTTL is how long a successful token validation is cached
+	// (TOKEN_CACHE_SECONDS, 30 s; protocol.md §4.8); 0 disables the cache.
+	TokenCacheTTL time.Duration
+	// RateLimit is the publishes per second per connection when the token
+	// sets none (RATE_LIMIT, 50; OQ-6).
+	RateLimit int
+	// ErrorFrameLimit caps error frames per second per connection
+	// (ERROR_FRAME_LIMIT, 10; OQ-67).
+	ErrorFrameLimit int
+	// MaxAuthFailures closes a connection after this many failed auth
+	// attempts (MAX_AUTH_FAILURES, 5; OQ-65).
+	MaxAuthFailures int
+	// Workers is the number of event-loop workers (WORKERS, 0 = GOMAXPROCS).
+	Workers int
+	// OutboundMaxBytes bounds a connection's queued outbound bytes before it
+	// is closed as a slow consumer (OUTBOUND_MAX_BYTES, 4194304). At least
+	// MaxFrameSize.
+	OutboundMaxBytes int
+	// MaxSubscriptions bounds the subscriptions of one connection
+	// (MAX_SUBSCRIPTIONS, 1000).
+	MaxSubscriptions int
+	// ShutdownTimeout bounds a graceful shutdown (SHUTDOWN_TIMEOUT_SECONDS,
+	// 10 s); 0 closes at once.
+	ShutdownTimeout time.Duration
+	// StoreTTL is the replay window of stored messages (STORE_TTL_SECONDS,
+	// 3600 s; protocol.md §6.5).
+	StoreTTL time.Duration
+	// StoreMaxMessages is the message cap of the store before pruning
+	// (STORE_MAX_MESSAGES, 10000; protocol.md §6.5).
+	StoreMaxMessages int
+	// RetainTTL is how long a retained message is kept (RETAIN_TTL_SECONDS,
+	// 3600 s; protocol.md §6.7).
+	RetainTTL time.Duration
+	// LogFormat is "json" or "console" (LOG_FORMAT, "json").
+	LogFormat string
+	// LogLevel is "debug", "info", "warn" or "error" (LOG_LEVEL, "info").
+	LogLevel string
+}
+
+// Defaults returns the Config built from the Default column of Vars alone.
+func Defaults() Config {
+	var c Config
+	for _, s := range settings {
+		if err := s.set(&c, s.Default); err != nil {
+			panic("config: bad default for " + s.Env + ": " + err.Error())
+		}
+	}
+	return c
+}
+
+// Load builds the Config: Defaults, then the environment read through lookup
+// (nil means os.LookupEnv), then the flags parsed from args (args exclude the
+// program name), then Validate.
+//
+// "-h" or "--help" writes the usage text (a table of every Var: flag,
+// environment variable, default, help) to out (nil means os.Stderr) and
+// returns flag.ErrHelp. Otherwise every problem, from the environment, the
+// flags and Validate, is returned together with errors.Join; each names the
+// variable or flag and the bad value and matches ErrInvalid. A bad
+// environment value that a flag overrides is not reported. The returned
+// Config is only meaningful when the error is nil.
+func Load(args []string, lookup func(string) (string, bool), out io.Writer) (Config, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if out == nil {
+		out = os.Stderr
+	}
+	c := Defaults()
+	rec := &recorder{}
+	for _, s := range settings {
+		v, ok := lookup(s.Env)
+		if !ok || v == "" {
+			continue
+		}
+		if err := s.set(&c, v); err != nil {
+			rec.add(s.Env, invalid(s.Env, v, err.Error()))
+		}
+	}
+
+	fs := flag.NewFlagSet("kraken", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for _, s := range settings {
+		fs.Var(&flagValue{s: s, c: &c, rec: rec}, s.Flag, s.Help)
+	}
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		writeUsage(out)
+		return c, flag.ErrHelp
+	case err != nil:
+		rec.add("", &fieldError{msg: err.Error()})
+	case fs.NArg() > 0:
+		rec.add("", &fieldError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))})
+	}
+	errs := append(rec.errs, c.problems()...)
+	return c, errors.Join(errs...)
+}
+
+// Validate checks the ranges and choices of every setting and the relations
+// between them; all problems are joined with errors.Join, each naming the
+// environment variable and matching ErrInvalid. It returns nil for a valid
+// Config.
+func (c Config) Validate() error {
+	return errors.Join(c.problems()...)
+}
+
+func (c Config) problems() []error {
+	var errs []error
+	bad := map[string]bool{}
+	for _, s := range settings {
+		if s.check != nil {
+			if err := s.check(&c); err != nil {
+				errs = append(errs, err)
+				bad[s.Env] = true
+			}
+		}
+	}
+	// Cross-field checks run only when both values passed their own checks.
+	ok := func(envs ...string) bool {
+		for _, e := range envs {
+			if bad[e] {
+				return false
+			}
+		}
+		return true
+	}
+	if ok("MAX_FRAME_SIZE", "MAX_MESSAGE_SIZE") && c.MaxFrameSize < c.MaxMessageSize {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf(
+			"MAX_FRAME_SIZE=%d: must be at least MAX_MESSAGE_SIZE (%d)", c.MaxFrameSize, c.MaxMessageSize)})
+	}
+	if ok("OUTBOUND_MAX_BYTES", "MAX_FRAME_SIZE") && c.OutboundMaxBytes < c.MaxFrameSize {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf(
+			"OUTBOUND_MAX_BYTES=%d: must be at least MAX_FRAME_SIZE (%d)", c.OutboundMaxBytes, c.MaxFrameSize)})
+	}
+	if ok("AUTH_BACKEND") && c.AuthBackend == "static" && !c.AuthAllowAll && c.AuthFile == "" {
+		errs = append(errs, &fieldError{msg: "AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"})
+	}
+	return errs
+}

@@ -1,0 +1,181 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+// env turns pairs into a lookup function.
+func env(pairs ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]] = pairs[i+1]
+	}
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	want := Config{
+		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883,
+		AuthBackend: "static", AuthFile: "examples/auth.json", AuthAllowAll: false,
+		BrokerBackend: "local", StoreBackend: "memory", RecordMessages: true,
+		MaxMessageSize: 921600, MaxFrameSize: 1048576,
+		IdleTimeout: 60 * time.Second, AuthTimeout: 30 * time.Second, HandshakeTimeout: 10 * time.Second,
+		RevalidateInterval: 600 * time.Second, TokenCacheTTL: 30 * time.Second,
+		RateLimit: 50, ErrorFrameLimit: 10, MaxAuthFailures: 5, Workers: 0,
+		OutboundMaxBytes: 4194304, MaxSubscriptions: 1000, ShutdownTimeout: 10 * time.Second,
+		StoreTTL: time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
+		LogFormat: "json", LogLevel: "info",
+	}
+	if got := Defaults(); got != want {
+		t.Fatalf("Defaults\n got %+v\nwant %+v", got, want)
+	}
+	if err := want.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	got, err := Load(nil, env(), nil)
+	if err != nil || got != want {
+		t.Fatalf("Load with nothing set = %+v, %v", got, err)
+	}
+}
+
+func TestEveryVariableParses(t *testing.T) {
+	tests := []struct {
+		env  string
+		give string
+		want func(Config) bool
+	}{
+		{"WS_HOST", "127.0.0.1", func(c Config) bool { return c.Host == "127.0.0.1" }},
+		{"WS_PORT", "9000", func(c Config) bool { return c.WSPort == 9000 }},
+		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
+		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
+		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},
+		{"AUTH_FILE", "/app/examples/auth.json", func(c Config) bool { return c.AuthFile == "/app/examples/auth.json" }},
+		{"AUTH_ALLOW_ALL", "true", func(c Config) bool { return c.AuthAllowAll }},
+		{"BROKER_BACKEND", "syn", func(c Config) bool { return c.BrokerBackend == "local" }},
+		{"BROKER_BACKEND", "local", func(c Config) bool { return c.BrokerBackend == "local" }},
+		{"STORE_BACKEND", "ets", func(c Config) bool { return c.StoreBackend == "memory" }},
+		{"STORE_BACKEND", "noop", func(c Config) bool { return c.StoreBackend == "noop" }},
+		{"RECORD_MESSAGES", "false", func(c Config) bool { return !c.RecordMessages }},
+		{"MAX_MESSAGE_SIZE", "1000", func(c Config) bool { return c.MaxMessageSize == 1000 }},
+		{"MAX_MESSAGE_SIZE", "5000000", func(c Config) bool { return c.MaxMessageSize == 921600 }},
+		{"MAX_FRAME_SIZE", "2097152", func(c Config) bool { return c.MaxFrameSize == 2097152 }},
+		{"IDLE_TIMEOUT_SECONDS", "90", func(c Config) bool { return c.IdleTimeout == 90*time.Second }},
+		{"AUTH_TIMEOUT_SECONDS", "5", func(c Config) bool { return c.AuthTimeout == 5*time.Second }},
+		{"HANDSHAKE_TIMEOUT_SECONDS", "3", func(c Config) bool { return c.HandshakeTimeout == 3*time.Second }},
+		{"REVALIDATE_INTERVAL_SECONDS", "120", func(c Config) bool { return c.RevalidateInterval == 2*time.Minute }},
+		{"TOKEN_CACHE_SECONDS", "0", func(c Config) bool { return c.TokenCacheTTL == 0 }},
+		{"RATE_LIMIT", "100", func(c Config) bool { return c.RateLimit == 100 }},
+		{"ERROR_FRAME_LIMIT", "20", func(c Config) bool { return c.ErrorFrameLimit == 20 }},
+		{"MAX_AUTH_FAILURES", "3", func(c Config) bool { return c.MaxAuthFailures == 3 }},
+		{"WORKERS", "8", func(c Config) bool { return c.Workers == 8 }},
+		{"OUTBOUND_MAX_BYTES", "8388608", func(c Config) bool { return c.OutboundMaxBytes == 8388608 }},
+		{"MAX_SUBSCRIPTIONS", "50", func(c Config) bool { return c.MaxSubscriptions == 50 }},
+		{"SHUTDOWN_TIMEOUT_SECONDS", "0", func(c Config) bool { return c.ShutdownTimeout == 0 }},
+		{"STORE_TTL_SECONDS", "60", func(c Config) bool { return c.StoreTTL == time.Minute }},
+		{"STORE_MAX_MESSAGES", "5", func(c Config) bool { return c.StoreMaxMessages == 5 }},
+		{"RETAIN_TTL_SECONDS", "7200", func(c Config) bool { return c.RetainTTL == 2*time.Hour }},
+		{"LOG_FORMAT", "console", func(c Config) bool { return c.LogFormat == "console" }},
+		{"LOG_LEVEL", "DEBUG", func(c Config) bool { return c.LogLevel == "debug" }},
+		{"LOG_LEVEL", "warning", func(c Config) bool { return c.LogLevel == "warn" }},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.env] = true
+		t.Run(tt.env+"="+tt.give, func(t *testing.T) {
+			c, err := Load(nil, env(tt.env, tt.give), nil)
+			if err != nil {
+				t.Fatalf("env: %v", err)
+			}
+			if !tt.want(c) {
+				t.Fatalf("env: wrong value in %+v", c)
+			}
+			c, err = Load([]string{"--" + flagName(tt.env) + "=" + tt.give}, env(), nil)
+			if err != nil {
+				t.Fatalf("flag: %v", err)
+			}
+			if !tt.want(c) {
+				t.Fatalf("flag: wrong value in %+v", c)
+			}
+		})
+	}
+	for _, v := range Vars() {
+		if !covered[v.Env] {
+			t.Errorf("%s has no parse case", v.Env)
+		}
+	}
+}
+
+func TestFlagsOverrideEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want func(Config) bool
+	}{
+		{name: "int", env: []string{"WS_PORT", "9000"}, args: []string{"--ws-port", "9100"},
+			want: func(c Config) bool { return c.WSPort == 9100 }},
+		{name: "single dash", env: []string{"WS_PORT", "9000"}, args: []string{"-ws-port=9200"},
+			want: func(c Config) bool { return c.WSPort == 9200 }},
+		{name: "env kept without a flag", env: []string{"WS_PORT", "9000", "RATE_LIMIT", "7"}, args: []string{"--rate-limit=8"},
+			want: func(c Config) bool { return c.WSPort == 9000 && c.RateLimit == 8 }},
+		{name: "bare bool flag", env: []string{"AUTH_ALLOW_ALL", "false"}, args: []string{"--auth-allow-all"},
+			want: func(c Config) bool { return c.AuthAllowAll }},
+		{name: "bool flag false", env: []string{"RECORD_MESSAGES", "true"}, args: []string{"--record-messages=false"},
+			want: func(c Config) bool { return !c.RecordMessages }},
+		{name: "bad env overridden", env: []string{"WS_PORT", "abc"}, args: []string{"--ws-port=81"},
+			want: func(c Config) bool { return c.WSPort == 81 }},
+		{name: "empty env is unset", env: []string{"WS_PORT", "", "AUTH_FILE", ""},
+			want: func(c Config) bool { return c.WSPort == 8080 && c.AuthFile == "examples/auth.json" }},
+		{name: "empty auth file flag is the default", env: []string{"AUTH_FILE", "/x.json"}, args: []string{"--auth-file="},
+			want: func(c Config) bool { return c.AuthFile == "examples/auth.json" }},
+		{name: "duration", env: []string{"IDLE_TIMEOUT_SECONDS", "5"}, args: []string{"--idle-timeout-seconds=7"},
+			want: func(c Config) bool { return c.IdleTimeout == 7*time.Second }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(tt.args, env(tt.env...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.want(c) {
+				t.Fatalf("wrong value in %+v", c)
+			}
+		})
+	}
+}
+
+func TestBoolsAreTrueOnlyForTrue(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "true", want: true},
+		{give: "TRUE"},
+		{give: "True"},
+		{give: "1"},
+		{give: "yes"},
+		{give: "on"},
+		{give: " true"},
+		{give: "false"},
+		{give: "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			c, err := Load(nil, env("AUTH_ALLOW_ALL", tt.give, "RECORD_MESSAGES", tt.give), nil)
+			if err != nil {
+				t.Fatalf("err = %v, want nil: any value is accepted", err)
+			}
+			if c.AuthAllowAll != tt.want || c.RecordMessages != tt.want {
+				t.Fatalf("AUTH_ALLOW_ALL=%v RECORD_MESSAGES=%v, want both %v", c.AuthAllowAll, c.RecordMessages, tt.want)
+			}
+			c, _ = Load([]string{"--auth-allow-all=" + tt.give}, env(), nil)
+			if c.AuthAllowAll != tt.want {
+				t.Fatalf("--auth-allow-all=%q gave %v, want %v", tt.give, c.AuthAllowAll, tt.want)
+			}
+		})
+	}
+}

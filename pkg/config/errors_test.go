@@ -1,0 +1,186 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestManyBadValuesReportedAtOnce(t *testing.T) {
+	lookup := env(
+		"WS_PORT", "abc",
+		"MQTT_PORT", "70000",
+		"AUTH_BACKEND", "http",
+		"BROKER_BACKEND", "redis",
+		"STORE_BACKEND", "ets",
+		"MAX_FRAME_SIZE", "-5",
+		"IDLE_TIMEOUT_SECONDS", "1.5",
+		"RATE_LIMIT", "0",
+		"WORKERS", "-1",
+		"LOG_LEVEL", "loud",
+		"STORE_TTL_SECONDS", "99999999999999999999",
+	)
+	args := []string{"--max-subscriptions=x", "--log-format=xml", "--auth-timeout-seconds=0"}
+	_, err := Load(args, lookup, nil)
+	if err == nil {
+		t.Fatal("Load succeeded")
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("err does not match ErrInvalid: %v", err)
+	}
+	want := []string{
+		`config: WS_PORT="abc": not an integer`,
+		`config: MQTT_PORT=70000: out of range (0..65535)`,
+		`config: AUTH_BACKEND=http is not available in this build`,
+		`config: BROKER_BACKEND="redis": unknown value (want local, syn)`,
+		`config: MAX_FRAME_SIZE=-5: must be at least 1`,
+		`config: IDLE_TIMEOUT_SECONDS="1.5": not an integer`,
+		`config: RATE_LIMIT=0: must be at least 1`,
+		`config: WORKERS=-1: must not be negative`,
+		`config: LOG_LEVEL="loud": unknown value (want debug, info, warn, error, warning)`,
+		`config: STORE_TTL_SECONDS="99999999999999999999": out of range`,
+		`config: --max-subscriptions="x": not an integer`,
+		`config: LOG_FORMAT="xml": unknown value (want json, console)`,
+		`config: AUTH_TIMEOUT_SECONDS=0: must be at least 1`,
+	}
+	got := strings.Split(err.Error(), "\n")
+	for _, w := range want {
+		if !contains(got, w) {
+			t.Errorf("missing %q", w)
+		}
+	}
+	// Nothing else: MAX_FRAME_SIZE=-5 is not reported again by the cross-field check.
+	if len(got) != len(want) {
+		t.Errorf("got %d errors, want %d:\n%s", len(got), len(want), err)
+	}
+}
+
+func TestFlagSyntaxErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "unknown flag", args: []string{"--nope"}, want: "config: flag provided but not defined: -nope"},
+		{name: "missing value", args: []string{"--ws-port"}, want: "config: flag needs an argument: -ws-port"},
+		{name: "positional", args: []string{"serve"}, want: `config: unexpected argument "serve"`},
+		{name: "empty int flag", args: []string{"--ws-port="}, want: `config: --ws-port="": not an integer`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.args, env(), nil)
+			if err == nil || err.Error() != tt.want || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		want   []string
+	}{
+		{name: "valid", modify: func(*Config) {}},
+		{name: "message above the ceiling", modify: func(c *Config) { c.MaxMessageSize = 921601 },
+			want: []string{"config: MAX_MESSAGE_SIZE=921601: out of range (1..921600)"}},
+		{name: "frame below message", modify: func(c *Config) { c.MaxFrameSize = 1000 },
+			want: []string{"config: MAX_FRAME_SIZE=1000: must be at least MAX_MESSAGE_SIZE (921600)"}},
+		{name: "outbound below frame", modify: func(c *Config) { c.OutboundMaxBytes = 1024 },
+			want: []string{"config: OUTBOUND_MAX_BYTES=1024: must be at least MAX_FRAME_SIZE (1048576)"}},
+		{name: "empty auth file", modify: func(c *Config) { c.AuthFile = "" },
+			want: []string{"config: AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"}},
+		{name: "empty auth file with allow-all", modify: func(c *Config) { c.AuthFile = ""; c.AuthAllowAll = true }},
+		{name: "fractional negative duration", modify: func(c *Config) { c.ShutdownTimeout = -500 * time.Millisecond },
+			want: []string{"config: SHUTDOWN_TIMEOUT_SECONDS=-0.5: must not be negative"}},
+		{name: "unknown store", modify: func(c *Config) { c.StoreBackend = "redis" },
+			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, ets)`}},
+		{name: "several", modify: func(c *Config) { c.WSPort = -1; c.MaxSubscriptions = 0; c.BrokerBackend = "mqtt" },
+			want: []string{"config: WS_PORT=-1: must not be negative", "config: BROKER_BACKEND=mqtt is not available in this build",
+				"config: MAX_SUBSCRIPTIONS=0: must be at least 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Defaults()
+			tt.modify(&c)
+			err := c.Validate()
+			want := tt.want
+			if len(want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate = nil")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if len(got) != len(want) {
+				t.Errorf("got %d errors, want %d:\n%s", len(got), len(want), err)
+			}
+			for _, w := range want {
+				if !contains(got, w) {
+					t.Errorf("missing %q in\n%s", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		t.Run(arg, func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := Load([]string{"--ws-port=1", arg}, env(), &out)
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("err = %v, want flag.ErrHelp", err)
+			}
+			text := out.String()
+			for _, v := range Vars() {
+				if !strings.Contains(text, v.Env) || !strings.Contains(text, "--"+v.Flag) {
+					t.Errorf("usage lacks %s / --%s", v.Env, v.Flag)
+				}
+			}
+			if !strings.Contains(text, "921600") || !strings.Contains(text, "examples/auth.json") {
+				t.Errorf("usage lacks the defaults:\n%s", text)
+			}
+		})
+	}
+}
+
+func TestVars(t *testing.T) {
+	vars := Vars()
+	seen := map[string]bool{}
+	for _, v := range vars {
+		if seen[v.Env] {
+			t.Errorf("%s listed twice", v.Env)
+		}
+		seen[v.Env] = true
+		if v.Flag != strings.ReplaceAll(strings.ToLower(v.Env), "_", "-") {
+			t.Errorf("%s: flag %q", v.Env, v.Flag)
+		}
+		if v.Help == "" || v.Default == "" {
+			t.Errorf("%s: missing help or default", v.Env)
+		}
+	}
+	if len(vars) != 28 {
+		t.Errorf("%d vars, want 28 (one per Config field)", len(vars))
+	}
+	vars[0].Env = "CHANGED"
+	if Vars()[0].Env == "CHANGED" {
+		t.Error("Vars returned the internal table")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// setting is one row of the table in vars.go: the documented Var plus how to
+// parse a value into a Config and how to check it.
+type setting struct {
+	Var
+	// set parses v into c; the error is the reason only (no name, no value).
+	set func(c *Config, v string) error
+	// check reports a range or choice problem of the value in c, naming the
+	// variable; nil means the value is always acceptable.
+	check func(c *Config) error
+	// isBool makes the flag usable bare (--auth-allow-all).
+	isBool bool
+}
+
+// flagName is the flag for an environment variable: lowercased, '_' -> '-'.
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(env), "_", "-")
+}
+
+func newSetting(env, def, help string) setting {
+	return setting{Var: Var{Env: env, Flag: flagName(env), Default: def, Help: help}}
+}
+
+// parseInt parses a decimal integer, tolerating surrounding spaces.
+func parseInt(v string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	var ne *strconv.NumError
+	if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+		return 0, errors.New("out of range")
+	}
+	if err != nil {
+		return 0, errors.New("not an integer")
+	}
+	return n, nil
+}
+
+// rangeProblem describes why n is outside lo..hi, or "" when it is inside.
+func rangeProblem(n, lo, hi int64) string {
+	switch {
+	case n < lo && lo == 0:
+		return "must not be negative"
+	case n < lo:
+		return fmt.Sprintf("must be at least %d", lo)
+	case n > hi:
+		return fmt.Sprintf("out of range (%d..%d)", lo, hi)
+	}
+	return ""
+}
+
+// intSetting is an integer in lo..hi.
+func intSetting(env, def, help string, field func(*Config) *int, lo, hi int) setting {
+	s := newSetting(env, def, help)
+	s.set = func(c *Config, v string) error {
+		n, err := parseInt(v)
+		if err != nil {
+			return err
+		}
+		if n < math.MinInt || n > math.MaxInt {
+			return errors.New("out of range")
+		}
+		*field(c) = int(n)
+		return nil
+	}
+	s.check = func(c *Config) error {
+		n := *field(c)
+		if p := rangeProblem(int64(n), int64(lo), int64(hi)); p != "" {
+			return &fieldError{msg: fmt.Sprintf("%s=%d: %s", env, n, p)}
+		}
+		return nil
+	}
+	return s
+}
+
+// cappedIntSetting is an integer in lo..ceiling where larger input values are
+// lowered to ceiling instead of being refused.
+func cappedIntSetting(env, def, help string, field func(*Config) *int, lo, ceiling int) setting {
+	s := intSetting(env, def, help, field, lo, ceiling)
+	set := s.set
+	s.set = func(c *Config, v string) error {
+		if err := set(c, v); err != nil {
+			return err
+		}
+		*field(c) = min(*field(c), ceiling)
+		return nil
+	}
+	return s
+}
+
+// maxSeconds is the largest whole number of seconds a time.Duration holds.
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
+// secondsSetting is a whole number of seconds, at least lo.
+func secondsSetting(env, def, help string, field func(*Config) *time.Duration, lo int64) setting {
+	s := newSetting(env, def, help)
+	s.set = func(c *Config, v string) error {
+		n, err := parseInt(v)
+		if err != nil {
+			return err
+		}
+		if n > maxSeconds || n < -maxSeconds {
+			return errors.New("out of range")
+		}
+		*field(c) = time.Duration(n) * time.Second
+		return nil
+	}
+	s.check = func(c *Config) error {
+		d := *field(c)
+		if d < time.Duration(lo)*time.Second {
+			secs := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+			return &fieldError{msg: fmt.Sprintf("%s=%s: %s", env, secs, rangeProblem(-1, lo, maxSeconds))}
+		}
+		return nil
+	}
+	return s
+}
+
+// stringSetting is free text; an empty value means def when emptyIsDefault.
+func stringSetting(env, def, help string, field func(*Config) *string, emptyIsDefault bool) setting {
+	s := newSetting(env, def, help)
+	s.set = func(c *Config, v string) error {
+		if v == "" && emptyIsDefault {
+			v = def
+		}
+		*field(c) = v
+		return nil
+	}
+	return s
+}
+
+// boolSetting is on only for the exact string "true" (protocol.md §9).
+func boolSetting(env, def, help string, field func(*Config) *bool) setting {
+	s := newSetting(env, def, help)
+	s.set = func(c *Config, v string) error {
+		*field(c) = v == "true"
+		return nil
+	}
+	s.isBool = true
+	return s
+}
+
+// choiceSetting is one of choices, matched without regard to case or
+// surrounding spaces. aliases map accepted spellings to a choice;
+// unavailable values are known but not built.
+func choiceSetting(env, def, help string, field func(*Config) *string, choices []string, aliases map[string]string, unavailable ...string) setting {
+	s := newSetting(env, def, help)
+	s.set = func(c *Config, v string) error {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if a, ok := aliases[v]; ok {
+			v = a
+		}
+		*field(c) = v
+		return nil
+	}
+	s.check = func(c *Config) error {
+		v := *field(c)
+		for _, ch := range choices {
+			if v == ch {
+				return nil
+			}
+		}
+		for _, u := range unavailable {
+			if v == u {
+				return &fieldError{msg: fmt.Sprintf("%s=%s is not available in this build", env, v)}
+			}
+		}
+		want := append(append([]string{}, choices...), slices.Sorted(maps.Keys(aliases))...)
+		return &fieldError{msg: fmt.Sprintf("%s=%q: unknown value (want %s)", env, v, strings.Join(want, ", "))}
+	}
+	return s
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"time"
+)
+
+// Var describes one setting for -h, print-env and the README table.
+type Var struct {
+	// Env is the environment variable, e.g. "WS_PORT" (protocol.md §9).
+	Env string
+	// Flag is the flag name without leading dashes, e.g. "ws-port"; it is
+	// given as --ws-port (or -ws-port).
+	Flag string
+	// Default is the default value as it would be written in the
+	// environment; durations are whole seconds.
+	Default string
+	// Help is a one-line description with the unit.
+	Help string
+}
+
+// Vars returns every setting in table order. The slice is a copy.
+func Vars() []Var {
+	out := make([]Var, len(settings))
+	for i, s := range settings {
+		out[i] = s.Var
+	}
+	return out
+}
+
+// Limits that are not plain defaults.
+const (
+	// payloadCeiling is the hard ceiling of a message payload (OQ-7).
+	payloadCeiling = 921600
+	// maxBytes bounds byte-size settings so that sums cannot overflow.
+	maxBytes = 1 << 30
+	// maxCount bounds count settings.
+	maxCount = 1 << 30
+)
+
+// settings is the one table of every setting: variable, default, help, and
+// how it is parsed and checked.
+var settings = []setting{
+	stringSetting("WS_HOST", "0.0.0.0", "listen address of the WebSocket and HTTP server",
+		func(c *Config) *string { return &c.Host }, false),
+	intSetting("WS_PORT", "8080", "WebSocket and HTTP port (0 = any free port)",
+		func(c *Config) *int { return &c.WSPort }, 0, 65535),
+	intSetting("MQTT_PORT", "1883", "MQTT ingress port (reserved: MQTT ingress is not built yet)",
+		func(c *Config) *int { return &c.MQTTPort }, 0, 65535),
+	choiceSetting("AUTH_BACKEND", "static", "auth backend: static",
+		func(c *Config) *string { return &c.AuthBackend }, []string{"static"}, nil, "http"),
+	stringSetting("AUTH_FILE", "examples/auth.json", "static token file, relative to the working directory (empty = the default)",
+		func(c *Config) *string { return &c.AuthFile }, true),
+	boolSetting("AUTH_ALLOW_ALL", "false", "accept any token with full access; insecure, development only (only \"true\" enables it)",
+		func(c *Config) *bool { return &c.AuthAllowAll }),
+	choiceSetting("BROKER_BACKEND", "local", "broker backend: local (syn is an alias)",
+		func(c *Config) *string { return &c.BrokerBackend }, []string{"local"}, map[string]string{"syn": "local"}, "mqtt"),
+	choiceSetting("STORE_BACKEND", "memory", "message store: memory or noop (ets is an alias of memory)",
+		func(c *Config) *string { return &c.StoreBackend }, []string{"memory", "noop"}, map[string]string{"ets": "memory"}),
+	boolSetting("RECORD_MESSAGES", "true", "record messages for replay and acks (only \"true\" is true)",
+		func(c *Config) *bool { return &c.RecordMessages }),
+	cappedIntSetting("MAX_MESSAGE_SIZE", "921600", "default per-token message size limit in bytes (capped at 921600)",
+		func(c *Config) *int { return &c.MaxMessageSize }, 1, payloadCeiling),
+	intSetting("MAX_FRAME_SIZE", "1048576", "largest WebSocket frame in bytes (at least MAX_MESSAGE_SIZE)",
+		func(c *Config) *int { return &c.MaxFrameSize }, 1, maxBytes),
+	secondsSetting("IDLE_TIMEOUT_SECONDS", "60", "close a connection silent for this many seconds",
+		func(c *Config) *time.Duration { return &c.IdleTimeout }, 1),
+	secondsSetting("AUTH_TIMEOUT_SECONDS", "30", "close a connection not authenticated within this many seconds",
+		func(c *Config) *time.Duration { return &c.AuthTimeout }, 1),
+	secondsSetting("HANDSHAKE_TIMEOUT_SECONDS", "10", "limit for the WebSocket upgrade in seconds",
+		func(c *Config) *time.Duration { return &c.HandshakeTimeout }, 1),
+	secondsSetting("REVALIDATE_INTERVAL_SECONDS", "600", "revalidate each connection's token every this many seconds",
+		func(c *Config) *time.Duration { return &c.RevalidateInterval }, 1),
+	secondsSetting("TOKEN_CACHE_SECONDS", "30", "cache successful token validations for this many seconds (0 = no cache)",
+		func(c *Config) *time.Duration { return &c.TokenCacheTTL }, 0),
+	intSetting("RATE_LIMIT", "50", "publishes per second per connection when the token sets none",
+		func(c *Config) *int { return &c.RateLimit }, 1, maxCount),
+	intSetting("ERROR_FRAME_LIMIT", "10", "error frames per second per connection; more are dropped",
+		func(c *Config) *int { return &c.ErrorFrameLimit }, 1, maxCount),
+	intSetting("MAX_AUTH_FAILURES", "5", "close a connection after this many failed auth attempts",
+		func(c *Config) *int { return &c.MaxAuthFailures }, 1, maxCount),
+	intSetting("WORKERS", "0", "event-loop workers (0 = GOMAXPROCS)",
+		func(c *Config) *int { return &c.Workers }, 0, 1<<16),
+	intSetting("OUTBOUND_MAX_BYTES", "4194304", "queued outbound bytes per connection before a slow consumer is closed",
+		func(c *Config) *int { return &c.OutboundMaxBytes }, 1, maxBytes),
+	intSetting("MAX_SUBSCRIPTIONS", "1000", "subscriptions per connection",
+		func(c *Config) *int { return &c.MaxSubscriptions }, 1, maxCount),
+	secondsSetting("SHUTDOWN_TIMEOUT_SECONDS", "10", "graceful shutdown limit in seconds (0 = close at once)",
+		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, 0),
+	secondsSetting("STORE_TTL_SECONDS", "3600", "keep stored messages for replay this many seconds",
+		func(c *Config) *time.Duration { return &c.StoreTTL }, 1),
+	intSetting("STORE_MAX_MESSAGES", "10000", "stored messages kept before the oldest are pruned",
+		func(c *Config) *int { return &c.StoreMaxMessages }, 1, maxCount),
+	secondsSetting("RETAIN_TTL_SECONDS", "3600", "keep retained messages this many seconds",
+		func(c *Config) *time.Duration { return &c.RetainTTL }, 1),
+	choiceSetting("LOG_FORMAT", "json", "log format: json or console",
+		func(c *Config) *string { return &c.LogFormat }, []string{"json", "console"}, nil),
+	choiceSetting("LOG_LEVEL", "info", "log level: debug, info, warn or error",
+		func(c *Config) *string { return &c.LogLevel }, []string{"debug", "info", "warn", "error"}, map[string]string{"warning": "warn"}),
+}
