@@ -21,6 +21,7 @@ const (
 // its length, or 0 when it is not complete yet. The declared length is
 // checked against the frame cap before anything is buffered for it.
 func (s *Server) readFrame(st *connState, b []byte) int {
+	st.need = 0
 	if len(b) < 2 {
 		return 0
 	}

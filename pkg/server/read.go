@@ -37,6 +37,9 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.partial = nil
 	case fromPartial && len(rest) == 0:
 		st.partial = nil
+	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*max(st.need, len(rest)):
+		// Do not keep a large buffer for a small remainder.
+		st.partial = append(make([]byte, 0, max(st.need, len(rest))), rest...)
 	case fromPartial:
 		st.partial = append(st.partial[:0], rest...)
 	case len(rest) > 0:
@@ -55,6 +58,10 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	}
 	return nil
 }
+
+// partialKeep is the partial-buffer capacity kept across frames without
+// reallocating.
+const partialKeep = 4096
 
 // process handles every complete request or frame at the start of buf and
 // returns the number of bytes used. It stops at the first incomplete one.

@@ -1,0 +1,130 @@
+package wire
+
+import "github.com/tinylib/msgp/msgp"
+
+// Message is one fan-out delivery (protocol.md §3.2; protocol-decisions.md
+// D-2, D-4, OQ-3, OQ-36).
+type Message struct {
+	// Topic is the subscriber's display topic: its pattern exactly as it
+	// subscribed (§6.1).
+	Topic string
+	// Data is the publisher's raw msgpack `data`, copied verbatim (D-4); nil
+	// encodes msgpack nil.
+	Data []byte
+	// MsgID is the delivery record id; "" omits msgId and requiresAck (§6.4).
+	MsgID string
+	// Filter is the publish's filter value; "" omits the key (OQ-3).
+	Filter string
+	// From is the publisher's actorTokenId, or the key id for a server
+	// publish; FromType is "actor" or "server" (OQ-36).
+	From, FromType string
+	// Timestamp is the publish time in milliseconds since the Unix epoch
+	// (OQ-36).
+	Timestamp int64
+	// SourceTopic is the concrete topic of a delivery to a wildcard
+	// subscription; "" omits the key (D-2).
+	SourceTopic string
+}
+
+// AppendMessage appends {type:"message", topic, data, msgId?,
+// requiresAck:true (only with msgId), filter?, from, fromType, timestamp,
+// sourceTopic?} (protocol.md §3.2; protocol-decisions.md D-2, D-4, OQ-3,
+// OQ-36). It does not allocate when b has enough spare capacity.
+func AppendMessage(b []byte, m *Message) []byte {
+	n := uint32(6)
+	if m.MsgID != "" {
+		n += 2
+	}
+	if m.Filter != "" {
+		n++
+	}
+	if m.SourceTopic != "" {
+		n++
+	}
+	b = msgp.AppendMapHeader(b, n)
+	b = appendType(b, "message")
+	b = appendStr(b, "topic", m.Topic)
+	b = msgp.AppendString(b, "data")
+	if m.Data == nil {
+		b = msgp.AppendNil(b)
+	} else {
+		b = append(b, m.Data...)
+	}
+	if m.MsgID != "" {
+		b = appendStr(b, "msgId", m.MsgID)
+		b = msgp.AppendString(b, "requiresAck")
+		b = msgp.AppendBool(b, true)
+	}
+	if m.Filter != "" {
+		b = appendStr(b, "filter", m.Filter)
+	}
+	b = appendStr(b, "from", m.From)
+	b = appendStr(b, "fromType", m.FromType)
+	b = msgp.AppendString(b, "timestamp")
+	b = appendInt(b, m.Timestamp)
+	if m.SourceTopic != "" {
+		b = appendStr(b, "sourceTopic", m.SourceTopic)
+	}
+	return b
+}
+
+// Error is an error frame (protocol.md §3.4; protocol-decisions.md D-3,
+// OQ-5, OQ-46). Zero-valued optional fields are omitted.
+type Error struct {
+	// Code is the numeric code (CodeX); 0 omits it.
+	Code int
+	// Err is the `error` string (ErrX), always sent.
+	Err string
+	// Topic is the client's pattern as sent, sent when HasTopic even if "".
+	Topic    string
+	HasTopic bool
+	// Hint explains the error, e.g. HintUnknownTopic; "" omits it.
+	Hint string
+	// Detail is the reason of a bad_request or invalid_filter; "" omits it.
+	Detail string
+	// MsgRef echoes the publish's non-empty msgRef; "" omits it.
+	MsgRef string
+	// LobbyID is the lobby slug of a lobby error; "" omits it.
+	LobbyID string
+	// MaxSizeBytes is the data size limit of message_too_large; 0 omits it.
+	MaxSizeBytes int
+}
+
+// AppendError appends {type:"error", code?, error, topic?, hint?, detail?,
+// msgRef?, lobbyId?, maxSizeBytes?} (protocol.md §3.4).
+func AppendError(b []byte, e *Error) []byte {
+	n := uint32(2)
+	for _, set := range [...]bool{e.Code != 0, e.HasTopic, e.Hint != "", e.Detail != "",
+		e.MsgRef != "", e.LobbyID != "", e.MaxSizeBytes != 0} {
+		if set {
+			n++
+		}
+	}
+	b = msgp.AppendMapHeader(b, n)
+	b = appendType(b, "error")
+	if e.Code != 0 {
+		b = msgp.AppendString(b, "code")
+		b = appendInt(b, int64(e.Code))
+	}
+	b = appendStr(b, "error", e.Err)
+	if e.HasTopic {
+		b = appendStr(b, "topic", e.Topic)
+	}
+	if e.Hint != "" {
+		b = appendStr(b, "hint", e.Hint)
+	}
+	if e.Detail != "" {
+		b = appendStr(b, "detail", e.Detail)
+	}
+	if e.MsgRef != "" {
+		b = appendStr(b, "msgRef", e.MsgRef)
+	}
+	if e.LobbyID != "" {
+		b = appendStr(b, "lobbyId", e.LobbyID)
+	}
+	if e.MaxSizeBytes != 0 {
+		b = msgp.AppendString(b, "maxSizeBytes")
+		b = appendInt(b, int64(e.MaxSizeBytes))
+	}
+	return b
+}
