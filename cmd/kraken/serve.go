@@ -51,6 +51,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 			AuthTimeout:        cfg.AuthTimeout,
 			IdleTimeout:        cfg.IdleTimeout,
 			RevalidateInterval: cfg.RevalidateInterval,
+			RetainTTL:          cfg.RetainTTL,
 		},
 	})
 	if err != nil {

@@ -38,6 +38,11 @@ type Config struct {
 	// OnClose is called on the connection's worker after the connection is
 	// unregistered and its subscriptions removed.
 	OnClose func(c *Conn)
+	// RetainTTL is the lifetime of a retained message; 0 means 1 h
+	// (RETAIN_TTL_SECONDS, OQ-15). MaxRetained bounds the retained topics;
+	// 0 means 100000, beyond which the oldest expired (else any) entry goes.
+	RetainTTL   time.Duration
+	MaxRetained int
 	// Tick is the sweep period; 0 means 1 s.
 	Tick time.Duration
 	// Logger receives lifecycle logs; nil means no logging.
@@ -68,6 +73,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.RevalidateInterval <= 0 {
 		c.RevalidateInterval = 600 * time.Second
+	}
+	if c.RetainTTL <= 0 {
+		c.RetainTTL = time.Hour
+	}
+	if c.MaxRetained <= 0 {
+		c.MaxRetained = 100000
 	}
 	if c.Tick <= 0 {
 		c.Tick = time.Second

@@ -27,6 +27,11 @@ type Publication struct {
 	// (protocol.md §6.2).
 	Origin *Conn
 	Echo   bool
+	// Retain keeps the publication as the retained message of its exact
+	// topic (Key and Filter) for Config.RetainTTL; with ClearRetained (nil
+	// data) it removes the retained message instead (protocol.md §6.7,
+	// OQ-15). Either way it is first delivered like any publication.
+	Retain, ClearRetained bool
 }
 
 // frameCache holds, for the publication being fanned out, the frames built
@@ -78,13 +83,15 @@ func (w *worker) fanOut(p *Publication) {
 	w.tab.wild.Match(p.Key, func(s *sub) {
 		w.deliver(p, s.c, s.spec.Pattern, true, s.accepts(p.Filter))
 	})
-	if w.grp.size() == 0 {
-		return
+	if w.grp.size() > 0 {
+		for _, g := range w.grp.exact[p.Key] {
+			w.deliverGroup(p, g)
+		}
+		w.grp.wild.Match(p.Key, func(g *group) { w.deliverGroup(p, g) })
 	}
-	for _, g := range w.grp.exact[p.Key] {
-		w.deliverGroup(p, g)
+	if p.Retain {
+		w.retained.update(p, w.now(), int64(w.h.cfg.RetainTTL))
 	}
-	w.grp.wild.Match(p.Key, func(g *group) { w.deliverGroup(p, g) })
 }
 
 func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, accepted bool) {

@@ -20,6 +20,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if !spec.LoadBalance {
 		w.tab.insert(s)
 		w.write(c, spec.Reply)
+		w.sendRetained(c, spec.Pattern, spec.Key, spec.Wildcard, spec.Filters)
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,

@@ -27,15 +27,26 @@ type worker struct {
 	forceRevalidate bool
 	touched         []*Conn // connections written during the current batch
 	frames          frameCache
+	retained        retainedStore
+	clock           int64 // unix ns, refreshed once per batch
+}
+
+// now returns the worker's clock, read once per batch of ops.
+func (w *worker) now() int64 {
+	if w.clock == 0 {
+		w.clock = time.Now().UnixNano()
+	}
+	return w.clock
 }
 
 func newWorker(h *Hub, id int) *worker {
 	return &worker{
 		h: h, id: id,
-		in:  newInbox(h.cfg.MaxPendingPublications),
-		log: h.cfg.Logger.Named("hub").With(zap.Int("worker", id)),
-		tab: newTable(),
-		grp: newGroups(),
+		in:       newInbox(h.cfg.MaxPendingPublications),
+		log:      h.cfg.Logger.Named("hub").With(zap.Int("worker", id)),
+		tab:      newTable(),
+		grp:      newGroups(),
+		retained: retainedStore{max: h.cfg.MaxRetained},
 	}
 }
 
@@ -63,6 +74,7 @@ func (w *worker) run() {
 			w.drain(ops)
 			return
 		}
+		w.clock = 0
 		ops = w.in.take(ops)
 		for i := range ops {
 			w.handle(&ops[i])
@@ -119,6 +131,7 @@ func (w *worker) handle(o *op) {
 			w.h.stats.groups.Add(1)
 		}
 		w.write(o.member.c, o.member.reply)
+		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters)
 	case opMemberRemove:
 		if w.grp.remove(o.member) {
 			w.h.stats.groups.Add(-1)
@@ -197,6 +210,7 @@ func (w *worker) sweep(now time.Time) {
 		}
 	}
 	w.forceRevalidate = false
+	w.retained.sweep(ns)
 	if len(due) > 0 {
 		w.h.bg.Add(1)
 		go func() {

@@ -142,7 +142,8 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		fail(&wire.Error{Code: wire.CodeInvalidFilter, Err: wire.ErrInvalidFilter, Detail: detail})
 		return
 	}
-	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo}
+	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo,
+		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0}
 	p.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
 		From: sess.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {
