@@ -255,3 +255,19 @@ func (h *Hub) deliveries() uint64 {
 	}
 	return n
 }
+
+// Writer queues frames from code running on a worker; the worker flushes
+// them at the end of its batch.
+type Writer interface {
+	Write(c *Conn, frame []byte)
+}
+
+// Write queues frame to c (see Writer).
+func (w *worker) Write(c *Conn, frame []byte) { w.write(c, frame) }
+
+// RunShared runs fn on the worker that owns the node's shared state
+// (presence, §7), in the order RunShared was called. fn must not block.
+func (h *Hub) RunShared(fn func(Writer)) {
+	w := h.workers[0]
+	w.post(op{kind: opRun, fn: func(*Conn) { fn(w) }})
+}

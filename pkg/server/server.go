@@ -13,6 +13,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/presence"
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -88,6 +89,7 @@ type Server struct {
 	loop     netpoll.EventLoop
 	ln       net.Listener
 	orgs     orgCounter
+	pres     *presence.Registry[*hub.Conn] // owned by the hub's shared worker
 	draining atomic.Bool
 	served   chan error
 	stopOnce sync.Once
@@ -110,7 +112,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: an Authenticator is required")
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1),
+		pres: presence.New[*hub.Conn]()}
 	hc := cfg.Hub
 	hc.Logger = cfg.Logger
 	hc.Revalidate = s.revalidate
@@ -183,6 +186,9 @@ func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
 func (s *Server) connClosed(c *hub.Conn) {
 	if sess := c.Session(); sess != nil && sess.OrgLimited {
 		s.orgs.release(sess.OrganizationID)
+	}
+	if c.Phase() == hub.PhaseAuthed {
+		s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Disconnect(c)) })
 	}
 	if ce := s.log.Check(zap.DebugLevel, "connection closed"); ce != nil {
 		ce.Write(zap.Uint64("conn_id", c.ID))

@@ -85,6 +85,12 @@ func (s *Server) dispatch(st *connState, cmd *wire.Command) {
 		s.setFilters(st, cmd)
 	case "publish":
 		s.publish(st, cmd)
+	case "presence":
+		s.presenceSet(st, cmd)
+	case "getPresence":
+		s.getPresence(st, cmd)
+	case "lobbySubscribe", "lobbyUnsubscribe", "getLobbyPresence":
+		s.lobby(st, cmd)
 	case "ack":
 		if !cmd.HasMsgID {
 			s.badRequest(st, "ack requires msgId")

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+)
+
+// HTTP side of the listener: /health, errors and the /ws upgrade
+// (protocol.md §1.1, §5.5).
+
+func TestHTTPHealthAnswersStatusOK(t *testing.T) {
+	s := start(t, nil)
+	resp, body := httpExchange(t, s, "GET /health HTTP/1.1\r\nHost: kraken.test\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+	if body != `{"status":"ok"}` {
+		t.Fatalf("body = %q, want {\"status\":\"ok\"}", body)
+	}
+}
+
+func TestHTTPHealthAnswersAnyMethod(t *testing.T) {
+	s := start(t, nil)
+	resp, body := httpExchange(t, s,
+		"POST /health HTTP/1.1\r\nHost: kraken.test\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || body != `{"status":"ok"}` {
+		t.Fatalf("POST /health = %d %q %q, want 200 application/json {\"status\":\"ok\"}",
+			resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+func TestHTTPUnknownPathIsNotFound(t *testing.T) {
+	s := start(t, nil)
+	resp, _ := httpExchange(t, s, "GET /other HTTP/1.1\r\nHost: kraken.test\r\n\r\n")
+	if resp.StatusCode != 404 {
+		t.Fatalf("status = %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestHTTPMalformedRequestLineIsBadRequest(t *testing.T) {
+	s := start(t, nil)
+	resp, _ := httpExchange(t, s, "THIS IS NOT HTTP AT ALL\r\n\r\n")
+	if resp.StatusCode != 400 {
+		t.Fatalf("status = %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestHTTPWebSocketPathWithoutUpgradeHeadersIsRefused(t *testing.T) {
+	s := start(t, nil)
+	resp, _ := httpExchange(t, s, "GET /ws HTTP/1.1\r\nHost: kraken.test\r\n\r\n")
+	if resp.StatusCode < 400 || resp.StatusCode > 499 {
+		t.Fatalf("status = %d, want 4xx", resp.StatusCode)
+	}
+}
+
+func TestHTTPUpgradeRequestArrivingOneByteAtATimeUpgrades(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	req := upgradeRequest()
+	for i := 0; i < len(req); i++ {
+		if _, err := conn.Write([]byte{req[i]}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Microsecond) // pace the bytes so they arrive in separate reads
+	}
+	br := bufio.NewReader(conn)
+	resp, _ := readResponse(t, conn, br)
+	if resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	p := testpeer.New(t, conn, br)
+	p.Auth("dev-token-alice")
+}
+
+func TestHTTPFrameBytesPipelinedBehindUpgradeRequestAreProcessed(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	// The request and the auth frame in one write.
+	req := append([]byte(upgradeRequest()), binFrame("type", "auth", "token", "dev-token-alice")...)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, _ := readResponse(t, conn, br)
+	if resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	p := testpeer.New(t, conn, br)
+	p.ExpectFields("type", "auth", "success", true, "actorTokenId", "alice")
+}
+
+func TestHTTPOversizedRequestHeaderIs431(t *testing.T) {
+	s := start(t, nil)
+	req := "GET /ws HTTP/1.1\r\nHost: kraken.test\r\nX-Padding: " + strings.Repeat("a", 9<<10) + "\r\n\r\n"
+	resp, _ := httpExchange(t, s, req)
+	if resp.StatusCode != 431 {
+		t.Fatalf("status = %d, want 431", resp.StatusCode)
+	}
+}
+
+func TestHTTPUnterminatedOversizedRequestHeaderIs431(t *testing.T) {
+	s := start(t, nil)
+	// More than 8 KiB and still no blank line: the server must not wait for
+	// the end.
+	req := "GET /ws HTTP/1.1\r\nHost: kraken.test\r\nX-Padding: " + strings.Repeat("a", 9<<10)
+	resp, _ := httpExchange(t, s, req)
+	if resp.StatusCode != 431 {
+		t.Fatalf("status = %d, want 431", resp.StatusCode)
+	}
+}
+
+func TestHTTPIncompleteRequestIsClosedAfterHandshakeDeadline(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	s := start(t, func(c *Config) { c.Hub.HandshakeTimeout = deadline })
+	conn := dialTCP(t, s)
+	began := time.Now()
+	if _, err := conn.Write([]byte("GET /ws HTTP/1.1\r\nHost: kraken.test\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := expectClosedBy(t, conn, conn, 5*time.Second)
+	if elapsed := time.Since(began); elapsed < deadline-50*time.Millisecond {
+		t.Fatalf("closed after %v, before the %v handshake deadline", elapsed, deadline)
+	}
+	if len(out) > 0 && !strings.HasPrefix(string(out), "HTTP/1.1 4") {
+		t.Fatalf("answer before close = %q, want nothing or a 4xx", out)
+	}
+	waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().IdleClosed >= 1 })
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+)
+
+// Idle timeout, slow consumers and shutdown (protocol.md §1.2, §1.5;
+// protocol-decisions.md D-5, OQ-44).
+
+func TestIdleConnectionIsClosedWith1000(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
+	p := authed(t, s, "dev-token-alice")
+	began := time.Now()
+	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout")
+	if elapsed := time.Since(began); elapsed < idle-50*time.Millisecond {
+		t.Fatalf("closed after %v, before the %v idle timeout", elapsed, idle)
+	}
+	p.ExpectEOF(5 * time.Second)
+	waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().IdleClosed >= 1 })
+}
+
+func TestIdleTimeoutAppliesBeforeAuth(t *testing.T) {
+	s := start(t, func(c *Config) { c.Hub.IdleTimeout = 300 * time.Millisecond })
+	p := testpeer.Dial(t, s.Addr().String())
+	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout")
+}
+
+func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
+	p := authed(t, s, "dev-token-alice")
+	for until := time.Now().Add(3 * idle); time.Now().Before(until); {
+		p.SendBinary(nil)
+		if f := p.Expect(); f.OpCode != ws.OpBinary || len(f.Payload) != 0 {
+			t.Fatalf("heartbeat reply = %s, want an empty binary frame", f)
+		}
+		time.Sleep(idle / 4) // the client's heartbeat period
+	}
+	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout") // once they stop
+}
+
+// dialSmallReceiveBuffer upgrades a connection whose socket receive buffer
+// is tiny, so that the server's writes back up quickly when it stops
+// reading.
+func dialSmallReceiveBuffer(t *testing.T, s *Server) (*testpeer.Peer, net.Conn) {
+	t.Helper()
+	d := ws.Dialer{NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return c, c.(*net.TCPConn).SetReadBuffer(4096)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, br, _, err := d.Dial(ctx, "ws://"+s.Addr().String()+"/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testpeer.New(t, conn, br), conn
+}
+
+func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
+	s := startWith(t, fastTokens(1_000_000), func(c *Config) { c.Hub.OutboundMaxBytes = 64 << 10 })
+	slow, slowConn := dialSmallReceiveBuffer(t, s)
+	slow.Auth("dev-token-bob")
+	subscribe(t, slow, "demo/general/flood")
+	normal := authed(t, s, "dev-token-bob")
+	subscribe(t, normal, "demo/general/flood")
+	pub := authed(t, s, "dev-token-alice")
+
+	payload := bytes.Repeat([]byte{'p'}, 8<<10)
+	sent := 0
+	// Lockstep with the normal subscriber: it never has more than one
+	// message queued, while the slow one (which reads nothing) piles up.
+	for s.Hub().Stats().SlowConsumers == 0 {
+		if sent == 5000 {
+			t.Fatalf("no slow consumer after %d messages of 8 KiB", sent)
+		}
+		pub.Send("type", "publish", "topic", "demo/general/flood", "data", payload)
+		m := normal.ExpectType("message")
+		if d, _ := m.Map["data"].([]byte); len(d) != len(payload) {
+			t.Fatalf("message %d: data of %d bytes, want %d", sent, len(d), len(payload))
+		}
+		sent++
+	}
+	expectClosedBy(t, slowConn, slowConn, 10*time.Second)
+	if got := s.Hub().Stats().SlowConsumers; got != 1 {
+		t.Fatalf("SlowConsumers = %d, want 1 (the normal subscriber kept up)", got)
+	}
+	pub.Send("type", "publish", "topic", "demo/general/flood", "data", "after")
+	normal.ExpectFields("type", "message", "topic", "demo/general/flood", "data", "after")
+}
+
+func TestShutdownClosesConnectionsWith1001(t *testing.T) {
+	s := start(t, nil)
+	open := testpeer.Dial(t, s.Addr().String())
+	expectPong(t, open) // registered before the shutdown starts
+	authenticated := authed(t, s, "dev-token-alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	expectCloseCode(t, authenticated, ws.StatusGoingAway, "*")
+	expectCloseCode(t, open, ws.StatusGoingAway, "*")
+	authenticated.ExpectEOF(5 * time.Second)
+}
