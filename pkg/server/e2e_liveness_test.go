@@ -93,6 +93,9 @@ func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 		}
 		sent++
 	}
+	t.Logf("slow after %d messages; stats %+v", sent, s.Hub().Stats())
+	time.Sleep(time.Second)
+	t.Logf("1s later: stats %+v", s.Hub().Stats())
 	expectClosedBy(t, slowConn, slowConn, 10*time.Second)
 	if got := s.Hub().Stats().SlowConsumers; got != 1 {
 		t.Fatalf("SlowConsumers = %d, want 1 (the normal subscriber kept up)", got)
