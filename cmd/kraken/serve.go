@@ -15,6 +15,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/store"
+	"github.com/NoLagApp/kraken/pkg/store/memstore"
+	"github.com/NoLagApp/kraken/pkg/store/noop"
 )
 
 // tokenCacheEntries bounds the token cache (protocol.md §4.8).
@@ -29,6 +32,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		return exitConfig
 	}
 	defer closeAuth()
+	msgStore := newStore(cfg)
+	if c, ok := msgStore.(store.Closer); ok {
+		defer func() { _ = c.Close() }()
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -39,6 +46,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		MaxFrameSize:    cfg.MaxFrameSize,
 		MaxMessageSize:  cfg.MaxMessageSize,
 		RecordMessages:  cfg.RecordMessages,
+		Store:           msgStore,
 		RateLimit:       cfg.RateLimit,
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
 		MaxAuthFailures: cfg.MaxAuthFailures,
@@ -89,4 +97,13 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (auth.Authenticator, f
 	}
 	log.Info("token file loaded", zap.String("path", cfg.AuthFile), zap.Int("tokens", st.Stats().Tokens))
 	return st, func() { _ = st.Close() }, nil
+}
+
+// newStore picks the message store (STORE_BACKEND): in memory, bounded by
+// STORE_MAX_MESSAGES and STORE_TTL_SECONDS, or none.
+func newStore(cfg config.Config) store.Store {
+	if cfg.StoreBackend == "noop" || !cfg.RecordMessages {
+		return noop.Store{}
+	}
+	return memstore.New(memstore.Config{MaxMessages: cfg.StoreMaxMessages, TTL: cfg.StoreTTL})
 }

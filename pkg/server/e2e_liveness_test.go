@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -48,30 +47,9 @@ func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
 	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout") // once they stop
 }
 
-// dialSmallReceiveBuffer upgrades a connection whose socket receive buffer
-// is tiny, so that the server's writes back up quickly when it stops
-// reading.
-func dialSmallReceiveBuffer(t *testing.T, s *Server) (*testpeer.Peer, net.Conn) {
-	t.Helper()
-	d := ws.Dialer{NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return c, c.(*net.TCPConn).SetReadBuffer(4096)
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, br, _, err := d.Dial(ctx, "ws://"+s.Addr().String()+"/ws")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testpeer.New(t, conn, br), conn
-}
-
 func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 	s := startWith(t, fastTokens(1_000_000), func(c *Config) { c.Hub.OutboundMaxBytes = 64 << 10 })
-	slow, slowConn := dialSmallReceiveBuffer(t, s)
+	slow := testpeer.Dial(t, s.Addr().String())
 	slow.Auth("dev-token-bob")
 	subscribe(t, slow, "demo/general/flood")
 	normal := authed(t, s, "dev-token-bob")
@@ -93,10 +71,9 @@ func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 		}
 		sent++
 	}
-	t.Logf("slow after %d messages; stats %+v", sent, s.Hub().Stats())
-	time.Sleep(time.Second)
-	t.Logf("1s later: stats %+v", s.Hub().Stats())
-	expectClosedBy(t, slowConn, slowConn, 10*time.Second)
+	// The server has closed the socket: what the kernel buffered drains, then
+	// EOF (a close frame cannot be promised, the socket being full).
+	expectClosedBy(t, slow.Conn, slow.Conn, 10*time.Second)
 	if got := s.Hub().Stats().SlowConsumers; got != 1 {
 		t.Fatalf("SlowConsumers = %d, want 1 (the normal subscriber kept up)", got)
 	}

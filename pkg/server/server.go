@@ -14,6 +14,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/presence"
+	"github.com/NoLagApp/kraken/pkg/store"
+	"github.com/NoLagApp/kraken/pkg/store/noop"
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -32,6 +34,9 @@ type Config struct {
 	// MaxMessageSize is the default bound on a publish's data in bytes
 	// (42930 above it); a token may lower it. Capped at 921600 (OQ-7).
 	MaxMessageSize int
+	// Store records accepted publishes and acks (protocol.md §6.4–§6.5); nil
+	// records nothing.
+	Store store.Store
 	// RecordMessages stamps every publish with a UUIDv4 msgId and
 	// requiresAck:true (protocol.md §6.4).
 	RecordMessages bool
@@ -75,6 +80,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Store == nil {
+		c.Store = noop.Store{}
 	}
 	if c.Hub.RevalidateInterval <= 0 {
 		c.Hub.RevalidateInterval = 600 * time.Second

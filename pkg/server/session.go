@@ -94,11 +94,15 @@ func (s *Server) dispatch(st *connState, cmd *wire.Command) {
 	case "ack":
 		if !cmd.HasMsgID {
 			s.badRequest(st, "ack requires msgId")
+			return
 		}
+		s.ack(st, cmd.MsgID)
 	case "batchAck":
 		if !cmd.HasMsgIDs {
 			s.badRequest(st, "batchAck requires msgIds")
+			return
 		}
+		s.ack(st, cmd.MsgIDs...)
 	default:
 		if ce := s.log.Check(zap.DebugLevel, "ignored message type"); ce != nil {
 			ce.Write(zap.Uint64("conn_id", st.c.ID), zap.String("type", cmd.Type))

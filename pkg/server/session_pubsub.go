@@ -1,15 +1,18 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/topic"
 	"github.com/NoLagApp/kraken/pkg/wire"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
@@ -148,6 +151,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		From: sess.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()
+		s.record(sess, res, cmd.Topic, p, len(data), now)
 	}
 	p.Frame = wsframe.Framed(ws.OpBinary, len(data)+len(cmd.Topic)+160, func(b []byte) []byte {
 		return wire.AppendMessage(b, &p.Msg)
@@ -190,4 +194,24 @@ func limitOr(v, def int) int {
 		return v
 	}
 	return def
+}
+
+// record stores the accepted publish in the message store (protocol.md
+// §6.5). A store failure never fails the publish; it is logged.
+func (s *Server) record(sess *hub.Session, res acl.Resolution, pattern string, p *hub.Publication, size int, now time.Time) {
+	err := s.cfg.Store.Append(context.Background(), &store.Record{
+		MsgID: p.Msg.MsgID, ProjectID: sess.ProjectID, AppID: res.AppID, RoomID: res.RoomID,
+		Topic: res.Key, Pattern: pattern, Sender: sess.ActorTokenID, PayloadSize: size, Timestamp: now,
+	})
+	if err != nil {
+		if ce := s.log.Check(zap.WarnLevel, "message store append failed"); ce != nil {
+			ce.Write(zap.Error(err))
+		}
+	}
+}
+
+// ack records `ack` / `batchAck` (protocol.md §6.4). Nothing is re-sent
+// either way (OQ-66).
+func (s *Server) ack(st *connState, ids ...string) {
+	_ = s.cfg.Store.Ack(context.Background(), st.c.Session().ActorTokenID, ids...)
 }
