@@ -255,3 +255,12 @@ func TestAuthOrganisationConnectionLimit(t *testing.T) {
 		return f.Map["success"] == true
 	})
 }
+
+func TestAuthIgnoresUnknownFields(t *testing.T) {
+	s := start(t, nil)
+	p := testpeer.Dial(t, s.Addr().String())
+	// Python sends loadBalance/loadBalanceGroup in auth, the old Go SDK an id
+	// (§2.1).
+	p.Auth("dev-token-alice", "projectId", "demo-project", "loadBalance", true,
+		"loadBalanceGroup", "workers", "id", 42, "somethingNew", map[string]any{"a": 1})
+}

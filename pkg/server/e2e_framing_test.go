@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -328,4 +329,25 @@ func TestKnownTypeMissingItsTopicGetsBadRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFragmentedTextWithAUTF8CharacterSplitAcrossFragmentsIsValid(t *testing.T) {
+	s := start(t, nil)
+	p := testpeer.Dial(t, s.Addr().String())
+	msg := []byte(`{"type":"auth","token":"dev-token-alice","projectId":"é"}`)
+	cut := bytes.IndexByte(msg, 0xc3) + 1 // inside the two bytes of é
+	p.SendFrame(ws.NewFrame(ws.OpText, false, msg[:cut]))
+	p.SendFrame(ws.NewFrame(ws.OpContinuation, true, msg[cut:]))
+	p.ExpectFields("type", "auth", "success", true)
+}
+
+func TestLargeFrameSpanningManyReadsIsProcessed(t *testing.T) {
+	s := start(t, nil)
+	p := authed(t, s, "dev-token-alice")
+	var b []byte
+	b = append(b, binFrame("type", "publish", "topic", "demo/general/big", "data", testpeer.Raw(binOfSize(900_000)), "msgRef", "big")...)
+	b = append(b, binFrame("type", "publish", "topic", "demo/general/big", "data", "small", "msgRef", "small")...)
+	p.SendRaw(b)
+	p.ExpectFields("type", "published", "msgRef", "big")
+	p.ExpectFields("type", "published", "msgRef", "small")
 }

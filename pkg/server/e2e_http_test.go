@@ -133,3 +133,74 @@ func TestHTTPIncompleteRequestIsClosedAfterHandshakeDeadline(t *testing.T) {
 	}
 	waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().IdleClosed >= 1 })
 }
+
+func TestHTTPUpgradeIgnoresTheQueryString(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	req := strings.Replace(upgradeRequest(), "GET /ws ", "GET /ws?token=dev-token-alice&x=1 ", 1)
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if resp, _ := readResponse(t, conn, br); resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	// The token in the query does not authenticate (§1.1).
+	p := testpeer.New(t, conn, br)
+	p.Send("type", "subscribe", "topic", "demo/general/x")
+	p.ExpectFields("type", "error", "error", "not_authenticated")
+}
+
+func TestHTTPUpgradeNegotiatesNoSubprotocolAndNoExtension(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	req := strings.Replace(upgradeRequest(), "\r\n\r\n",
+		"\r\nSec-WebSocket-Protocol: kraken, chat\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n", 1)
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, _ := readResponse(t, conn, br)
+	if resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	for _, h := range []string{"Sec-WebSocket-Protocol", "Sec-WebSocket-Extensions"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Fatalf("%s: %q negotiated, want none (§1.1)", h, v)
+		}
+	}
+	testpeer.New(t, conn, br).Auth("dev-token-alice")
+}
+
+func TestHTTPHalfAFrameBehindTheUpgradeRequestIsCompletedLater(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	auth := binFrame("type", "auth", "token", "dev-token-alice")
+	if _, err := conn.Write(append([]byte(upgradeRequest()), auth[:7]...)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if resp, _ := readResponse(t, conn, br); resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	if _, err := conn.Write(auth[7:]); err != nil {
+		t.Fatal(err)
+	}
+	testpeer.New(t, conn, br).ExpectFields("type", "auth", "success", true)
+}
+
+func TestHTTPUpgradeAcceptsBrowserStyleHeaders(t *testing.T) {
+	s := start(t, nil)
+	conn := dialTCP(t, s)
+	// Firefox sends a Connection list; header names are case-insensitive.
+	req := strings.NewReplacer("Connection: Upgrade", "connection: keep-alive, Upgrade",
+		"Upgrade: websocket", "upgrade: WebSocket").Replace(upgradeRequest())
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if resp, _ := readResponse(t, conn, br); resp.StatusCode != 101 {
+		t.Fatalf("status = %d, want 101", resp.StatusCode)
+	}
+	testpeer.New(t, conn, br).Auth("dev-token-alice")
+}

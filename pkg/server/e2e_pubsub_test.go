@@ -316,3 +316,30 @@ func TestResubscribingThePatternReplacesTheSubscription(t *testing.T) {
 	bob.ExpectFields("type", "message", "topic", "demo/general/again", "data", "once")
 	bob.ExpectFields("type", "message", "topic", "demo/general/marker") // not a second copy
 }
+
+func TestPublishMsgRefIsAcknowledgedOnlyWhenANonEmptyString(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		give any
+	}{
+		{name: "empty", give: ""},
+		{name: "int", give: 7},
+		{name: "nil", give: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, nil)
+			p := authed(t, s, "dev-token-alice")
+			subscribe(t, p, "demo/general/ref")
+			p.Send("type", "publish", "topic", "demo/general/ref", "data", "x", "msgRef", tt.give)
+			p.ExpectFields("type", "message", "topic", "demo/general/ref") // no `published` first
+		})
+	}
+}
+
+func TestPublishOutsideGrantsEchoesMsgRef(t *testing.T) {
+	s := start(t, nil)
+	p := authed(t, s, "dev-token-alice")
+	p.Send("type", "publish", "topic", "demo/other/x", "data", "x", "msgRef", "out")
+	p.ExpectFields("type", "error", "code", 42940, "error", "not_authorized", "topic", "demo/other/x",
+		"msgRef", "out", "hint", "topic is outside this token's grants")
+}
