@@ -43,6 +43,12 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			return exitOK
 		case "serve":
 			args = args[1:]
+		case "pub":
+			return runPub(args[1:], lookup, stdout, stderr)
+		case "sub":
+			return runSub(args[1:], lookup, stdout, stderr)
+		case "presence":
+			return runPresence(args[1:], lookup, stdout, stderr)
 		}
 	}
 	cfg, err := config.Load(args, lookup, stderr)

@@ -58,11 +58,13 @@ type Conn struct {
 	lastRead atomic.Int64
 	phase    atomic.Uint32
 	sess     atomic.Pointer[Session]
+	replies  atomic.Int32 // replies a worker still owes the connection
 
 	// Guarded by wmu.
 	wmu      sync.Mutex
 	closed   bool     // the transport is closed or closing: drop writes
 	out      [][]byte // queued frames, oldest first; out[0] may be partly written
+	inline   [1][]byte // backing store of out while it holds one frame: no allocation per delivery
 	outBytes int
 	retrying bool // on the owning worker's retry list
 	slow     bool // over the outbound bound; a close is scheduled
@@ -86,6 +88,25 @@ func (c *Conn) Session() *Session { return c.sess.Load() }
 
 // SetSession installs s (after auth or a revalidation).
 func (c *Conn) SetSession(s *Session) { c.sess.Store(s) }
+
+// ExpectReply records that a worker will write a reply for a request just
+// handed to it (a subscribe with Reply set, an unsubscribe, or a Run that
+// ends with ReplyDone). The reader keeps its own replies behind it, so
+// replies come back in request order (protocol.md §3.3).
+func (c *Conn) ExpectReply() { c.replies.Add(1) }
+
+// ReplyDone marks one expected reply as written.
+func (c *Conn) ReplyDone() { c.replies.Add(-1) }
+
+// PendingReplies returns the number of replies workers still owe c.
+func (c *Conn) PendingReplies() int32 { return c.replies.Load() }
+
+// Closed reports whether the connection is closed or closing.
+func (c *Conn) Closed() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.closed
+}
 
 // Touch records inbound activity at now; the idle timeout counts from the
 // last Touch.
@@ -134,11 +155,19 @@ func (c *Conn) appendLocked(frame []byte) bool {
 		return false
 	}
 	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
+		// Keep only the head frame, which may be partly written, so the
+		// close frame that follows it stays well-framed.
 		c.slow = true
-		c.out, c.outBytes = nil, 0
+		if len(c.out) > 0 {
+			clear(c.out[1:])
+			c.out, c.outBytes = c.out[:1], len(c.out[0])
+		}
 		c.w.h.stats.slowConsumers.Add(1)
 		c.w.post(op{kind: opClose, c: c, code: ws.StatusPolicyViolation, reason: "slow_consumer"})
 		return false
+	}
+	if c.out == nil {
+		c.out = c.inline[:0:1]
 	}
 	c.out = append(c.out, frame)
 	c.outBytes += len(frame)
@@ -154,7 +183,13 @@ func (c *Conn) flushLocked() {
 		if len(batch) > iovMax {
 			batch = batch[:iovMax]
 		}
-		n, err := unix.Writev(c.fd, batch)
+		var n int
+		var err error
+		if len(batch) == 1 {
+			n, err = unix.Write(c.fd, batch[0])
+		} else {
+			n, err = unix.Writev(c.fd, batch)
+		}
 		if n > 0 {
 			c.consumeLocked(n)
 		}
@@ -172,7 +207,8 @@ func (c *Conn) flushLocked() {
 		}
 	}
 	if c.outBytes == 0 {
-		c.out = c.out[:0:0]
+		c.inline[0] = nil
+		c.out = nil // a larger backing array is released; the inline one is reused
 	}
 }
 

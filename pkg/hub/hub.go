@@ -161,13 +161,19 @@ func (h *Hub) Close(c *Conn, code ws.StatusCode, reason string) {
 
 // Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
 // and then writes spec.Reply (protocol.md §3.3 step 5: re-subscribing
-// replaces the old subscription, which is also how it switches mode).
+// replaces the old subscription, which is also how it switches mode). A
+// non-nil Reply counts as an expected reply (Conn.ExpectReply).
 func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
+	if spec.Reply != nil {
+		c.ExpectReply()
+	}
 	c.w.post(op{kind: opSubscribe, c: c, spec: spec})
 }
 
-// Unsubscribe removes c's subscription to pattern, if any, then writes reply.
+// Unsubscribe removes c's subscription to pattern, if any, then writes reply
+// (an expected reply).
 func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
+	c.ExpectReply()
 	c.w.post(op{kind: opUnsubscribe, c: c, pattern: pattern, reply: reply})
 }
 

@@ -3,6 +3,9 @@ package hub
 // subscribe adds or replaces c's subscription to spec.Pattern.
 func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if c.idx < 0 {
+		if spec.Reply != nil {
+			c.ReplyDone()
+		}
 		return // closed meanwhile
 	}
 	if old := c.findSub(spec.Pattern); old != nil {
@@ -10,6 +13,9 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		c.unlinkSub(old)
 	} else if c.nsubs >= w.h.cfg.MaxSubscriptions {
 		w.write(c, spec.TooMany)
+		if spec.Reply != nil {
+			c.ReplyDone()
+		}
 		return
 	}
 	s := &sub{c: c, spec: *spec, next: c.subs}
@@ -19,7 +25,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	w.h.stats.subs.Add(1)
 	if !spec.LoadBalance {
 		w.tab.insert(s)
-		w.write(c, spec.Reply)
+		w.reply(c, spec.Reply)
 		w.sendRetained(c, spec.Pattern, spec.Key, spec.Wildcard, spec.Filters)
 		return
 	}
@@ -33,6 +39,15 @@ func (w *worker) unsubscribe(c *Conn, pattern string) {
 		w.detach(s)
 		c.unlinkSub(s)
 	}
+}
+
+// reply writes an expected reply (see Conn.ExpectReply); nil writes nothing.
+func (w *worker) reply(c *Conn, frame []byte) {
+	if frame == nil {
+		return
+	}
+	w.write(c, frame)
+	c.ReplyDone()
 }
 
 // detach removes s from the routing tables (or from its group) but not from

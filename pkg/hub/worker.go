@@ -119,7 +119,7 @@ func (w *worker) handle(o *op) {
 		w.subscribe(o.c, o.spec)
 	case opUnsubscribe:
 		w.unsubscribe(o.c, o.pattern)
-		w.write(o.c, o.reply)
+		w.reply(o.c, o.reply)
 	case opPublish:
 		w.fanOut(o.pub)
 	case opClose:
@@ -130,7 +130,7 @@ func (w *worker) handle(o *op) {
 		if w.grp.add(o.member) {
 			w.h.stats.groups.Add(1)
 		}
-		w.write(o.member.c, o.member.reply)
+		w.reply(o.member.c, o.member.reply)
 		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters)
 	case opMemberRemove:
 		if w.grp.remove(o.member) {

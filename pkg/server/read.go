@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/cloudwego/netpoll"
@@ -82,9 +83,34 @@ func (s *Server) process(st *connState, buf []byte) int {
 	return off
 }
 
-// write queues a reply frame; it is flushed at the end of onRequest.
+// write queues a reply frame; it is flushed at the end of onRequest. It
+// first waits for the replies that workers still owe the connection, so
+// replies come back in request order (protocol.md §3.3).
 func (st *connState) write(frame []byte) {
+	st.waitReplies()
 	if st.c.Write(frame) {
 		st.wrote = true
+	}
+}
+
+// replyWait bounds how long a reader waits for a worker's reply; workers
+// never block, so this is only a safety net.
+const replyWait = 2 * time.Second
+
+// waitReplies waits until no worker owes the connection a reply. The work
+// is already queued on the workers, so this takes microseconds.
+func (st *connState) waitReplies() {
+	var deadline time.Time
+	for i := 0; st.c.PendingReplies() > 0; i++ {
+		switch {
+		case i < 64:
+			runtime.Gosched()
+		case i == 64:
+			deadline = time.Now().Add(replyWait)
+		case st.c.Closed() || time.Now().After(deadline):
+			return
+		default:
+			time.Sleep(20 * time.Microsecond)
+		}
 	}
 }

@@ -47,8 +47,10 @@ func (s *Server) getPresence(st *connState, cmd *wire.Command) {
 		return
 	}
 	c := st.c
+	c.ExpectReply()
 	s.hub.RunShared(func(w hub.Writer) {
 		w.Write(c, frame(wire.AppendPresenceList(nil, slug, true, members(s.pres.Members(roomID)))))
+		c.ReplyDone()
 	})
 }
 
@@ -61,9 +63,11 @@ func (s *Server) lobby(st *connState, cmd *wire.Command) {
 	}
 	slug, c := cmd.LobbyID, st.c
 	if cmd.Type == "lobbyUnsubscribe" {
+		c.ExpectReply()
 		s.hub.RunShared(func(w hub.Writer) {
 			s.pres.Unwatch(c, slug)
 			w.Write(c, frame(wire.AppendLobbyUnsubscribed(nil, slug)))
+			c.ReplyDone()
 		})
 		return
 	}
@@ -73,7 +77,9 @@ func (s *Server) lobby(st *connState, cmd *wire.Command) {
 		return
 	}
 	subscribe := cmd.Type == "lobbySubscribe"
+	c.ExpectReply()
 	s.hub.RunShared(func(w hub.Writer) {
+		defer c.ReplyDone()
 		var snap map[presence.Room][]*presence.Member[*hub.Conn]
 		typ := "lobbyPresenceList"
 		if subscribe {

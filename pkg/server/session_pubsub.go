@@ -91,7 +91,9 @@ func (s *Server) setFilters(st *connState, cmd *wire.Command) {
 	ok := frame(wire.AppendFiltersUpdated(nil, cmd.Topic, raw))
 	notSub := frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
 	pattern := cmd.Topic
+	st.c.ExpectReply()
 	s.hub.Run(st.c, func(c *hub.Conn) {
+		defer c.ReplyDone()
 		if c.SetFilters(pattern, filters) {
 			c.WriteFrame(ok)
 			return

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/client"
+)
+
+// Exit code of a command-line client whose arguments are wrong; a refused
+// token or topic and a broker that cannot be reached exit with exitFail.
+const exitUsage = 2
+
+// cliFlags are the flags every client subcommand takes.
+type cliFlags struct {
+	url     string
+	token   string
+	timeout time.Duration
+	qos     int
+}
+
+// newCLIFlags builds the flag set of subcommand name, with --url and
+// --token defaulting to KRAKEN_URL and KRAKEN_TOKEN.
+func newCLIFlags(name, usage string, lookup func(string) (string, bool), stderr io.Writer) (*flag.FlagSet, *cliFlags) {
+	fs := flag.NewFlagSet("kraken "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := &cliFlags{}
+	url, ok := lookup("KRAKEN_URL")
+	if !ok || url == "" {
+		url = client.DefaultURL
+	}
+	token, _ := lookup("KRAKEN_TOKEN")
+	fs.StringVar(&cf.url, "url", url, "broker WebSocket URL (env KRAKEN_URL)")
+	fs.StringVar(&cf.token, "token", token, "access token (env KRAKEN_TOKEN)")
+	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "how long to wait for the broker to connect or answer")
+	fs.IntVar(&cf.qos, "qos", 1, "QoS level 0, 1 or 2")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: kraken %s\n\nflags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs, cf
+}
+
+// parseArgs parses flags that may come before, between or after the
+// positional arguments (`kraken pub TOPIC DATA --retain`); everything after
+// "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// check validates the common flags.
+func (cf *cliFlags) check() error {
+	if cf.token == "" {
+		return errors.New("no token: pass --token or set KRAKEN_TOKEN")
+	}
+	if !strings.HasPrefix(cf.url, "ws://") && !strings.HasPrefix(cf.url, "wss://") {
+		return fmt.Errorf("--url %q must start with ws:// or wss://", cf.url)
+	}
+	if cf.qos < 0 || cf.qos > 2 {
+		return fmt.Errorf("--qos %d must be 0, 1 or 2", cf.qos)
+	}
+	if cf.timeout <= 0 {
+		return errors.New("--timeout must be positive")
+	}
+	return nil
+}
+
+// connect opens a client with the common flags.
+func (cf *cliFlags) connect(ctx context.Context, opts client.Options) (*client.Client, error) {
+	opts.URL = cf.url
+	opts.RequestTimeout = cf.timeout
+	c := client.New(cf.token, opts)
+	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		_ = c.Close()
+		return nil, connectError(cf.url, err)
+	}
+	return c, nil
+}
+
+// connectError explains a failed connect.
+func connectError(url string, err error) error {
+	var e *client.Error
+	if errors.As(err, &e) {
+		if e.Err == "access_denied" {
+			return fmt.Errorf("the broker at %s refused the token (access_denied): check --token or KRAKEN_TOKEN", url)
+		}
+		return fmt.Errorf("the broker at %s refused the connection: %v", url, e)
+	}
+	return fmt.Errorf("cannot connect to %s: %v", url, err)
+}
+
+// requestError explains a refused subscribe or publish, with the broker's
+// code and hint.
+func requestError(what, topic string, err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return fmt.Errorf("%s %q failed: %v", what, topic, err)
+	}
+	msg := fmt.Sprintf("%s %q refused: %s", what, topic, e.Err)
+	if e.Code != 0 {
+		msg += fmt.Sprintf(" (%d)", e.Code)
+	}
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	switch {
+	case (e.Err == "unknown_topic" || e.Err == "not_authorized") && e.Hint == "":
+		msg += " (the topic is outside this token's grants)"
+	case e.Err == "rate_limit_exceeded":
+		msg += " (publish more slowly with --rate)"
+	}
+	return errors.New(msg)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// cliFail prints "kraken CMD: err" and returns exitFail.
+func cliFail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "kraken %s: %v\n", cmd, err)
+	return exitFail
+}
+
+// cliUsage prints a usage error and returns exitUsage.
+func cliUsage(stderr io.Writer, fs *flag.FlagSet, cmd string, err error) int {
+	fmt.Fprintf(stderr, "kraken %s: %v\nrun '%s -h' for usage\n", cmd, err, fs.Name())
+	return exitUsage
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/server"
+)
+
+// cliEnv is a kraken binary built for the test and a broker with the demo
+// tokens of examples/auth.json.
+type cliEnv struct {
+	t   *testing.T
+	bin string
+	url string
+}
+
+func newCLIEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "kraken")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tokens, err := static.New(static.Config{Path: "../../examples/auth.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: tokens, RecordMessages: true, Hub: hub.Config{Workers: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = tokens.Close()
+	})
+	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws"}
+}
+
+// run runs the binary to completion.
+func (e *cliEnv) run(env []string, args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = append(os.Environ(), append([]string{"KRAKEN_URL=" + e.url, "KRAKEN_TOKEN="}, env...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		e.t.Fatalf("kraken %v did not finish; stderr: %s", args, errb.String())
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// sub is a running `kraken sub`.
+type sub struct {
+	cmd   *exec.Cmd
+	lines chan string
+	errs  chan string
+	done  chan struct{}
+}
+
+// startSub starts `kraken sub` and waits until every topic is subscribed.
+func (e *cliEnv) startSub(token string, args ...string) *sub {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, append([]string{"sub"}, args...)...)
+	cmd.Env = append(os.Environ(), "KRAKEN_URL="+e.url, "KRAKEN_TOKEN="+token)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	s := &sub{cmd: cmd, lines: make(chan string, 100), errs: make(chan string, 100), done: make(chan struct{})}
+	pump := func(r io.Reader, ch chan string) {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		close(ch)
+	}
+	go pump(stdout, s.lines)
+	go pump(stderr, s.errs)
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.done
+	})
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	topics := 0
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") && strings.Contains(a, "/") {
+			topics++
+		}
+	}
+	for topics > 0 {
+		line := e.next(s.errs)
+		if !strings.Contains(line, "subscribed to") {
+			e.t.Fatalf("kraken sub: %s", line)
+		}
+		topics--
+	}
+	return s
+}
+
+func (e *cliEnv) next(ch chan string) string {
+	e.t.Helper()
+	select {
+	case l, ok := <-ch:
+		if !ok {
+			e.t.Fatal("output ended")
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("no output")
+		return ""
+	}
+}
+
+// wait waits for the sub to exit and returns its exit code.
+func (e *cliEnv) wait(s *sub) int {
+	e.t.Helper()
+	select {
+	case <-s.done:
+		return s.cmd.ProcessState.ExitCode()
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("kraken sub did not exit")
+		return -1
+	}
+}
+
+func TestCLIPubSubJSON(t *testing.T) {
+	e := newCLIEnv(t)
+	s := e.startSub("dev-token-bob", "--json", "--count", "2", "demo/general/messages", "demo/general/other")
+	code, out, errs := e.run(nil, "pub", "--token", "dev-token-alice", "demo/general/messages", `{"text":"hello from alice"}`)
+	if code != 0 || out != "published to demo/general/messages\n" {
+		t.Fatalf("pub: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	var line struct {
+		Topic     string          `json:"topic"`
+		Data      json.RawMessage `json:"data"`
+		Sender    string          `json:"sender"`
+		Timestamp string          `json:"timestamp"`
+		MsgID     string          `json:"msgId"`
+	}
+	raw := e.next(s.lines)
+	if err := json.Unmarshal([]byte(raw), &line); err != nil {
+		t.Fatalf("%q: %v", raw, err)
+	}
+	ts, err := time.Parse(time.RFC3339, line.Timestamp)
+	if line.Topic != "demo/general/messages" || string(line.Data) != `{"text":"hello from alice"}` ||
+		line.Sender != "alice" || err != nil || time.Since(ts) > time.Minute || line.MsgID == "" {
+		t.Fatalf("line %s", raw)
+	}
+	// DATA after the flags, from the environment's token, to the second topic.
+	code, _, errs = e.run([]string{"KRAKEN_TOKEN=dev-token-alice"}, "pub", "demo/general/other", "[1, 2.5, null]", "--no-echo")
+	if code != 0 {
+		t.Fatalf("pub: exit %d: %s", code, errs)
+	}
+	raw = e.next(s.lines)
+	if !strings.Contains(raw, `"topic":"demo/general/other","data":[1,2.5,null]`) {
+		t.Fatalf("line %s", raw)
+	}
+	if code := e.wait(s); code != 0 {
+		t.Fatalf("sub exit %d", code)
+	}
+}
+
+func TestCLIHumanOutputAndFilter(t *testing.T) {
+	e := newCLIEnv(t)
+	s := e.startSub("dev-token-bob", "--filter", "red", "--count", "1", "demo/general/messages")
+	for _, args := range [][]string{
+		{"pub", "--token", "dev-token-alice", "demo/general/messages", `"not for bob"`},
+		{"pub", "--token", "dev-token-alice", "--filter", "red", "demo/general/messages", `{"text":"hi"}`},
+	} {
+		if code, _, errs := e.run(nil, args...); code != 0 {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
+	line := e.next(s.lines)
+	re := regexp.MustCompile(`^\[\d\d:\d\d:\d\d\.\d{3}\] demo/general/messages alice \[filter red\]: \{"text":"hi"\}$`)
+	if !re.MatchString(line) {
+		t.Fatalf("line %q", line)
+	}
+	if code := e.wait(s); code != 0 {
+		t.Fatalf("sub exit %d", code)
+	}
+}
+
+func TestCLILoadBalanceAndCount(t *testing.T) {
+	e := newCLIEnv(t)
+	w1 := e.startSub("dev-token-bob", "--load-balance", "workers", "--json", "demo/general/jobs")
+	w2 := e.startSub("dev-token-bob", "--load-balance", "workers", "--json", "demo/general/jobs")
+	code, out, errs := e.run(nil, "pub", "--token", "dev-token-alice", "--count", "4", "--rate", "200", "demo/general/jobs", `{"job":1}`)
+	if code != 0 || !strings.HasPrefix(out, "published 4 messages to demo/general/jobs in ") {
+		t.Fatalf("pub: exit %d, %q %q", code, out, errs)
+	}
+	for range 2 {
+		e.next(w1.lines)
+		e.next(w2.lines)
+	}
+	select {
+	case l := <-w1.lines:
+		t.Fatalf("a fifth message: %s", l)
+	case l := <-w2.lines:
+		t.Fatalf("a fifth message: %s", l)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestCLIRefusals(t *testing.T) {
+	e := newCLIEnv(t)
+	cases := []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"pub", "--token", "wrong", "demo/general/messages", "1"}, 1, []string{"refused the token (access_denied)"}},
+		{[]string{"sub", "--token", "wrong", "demo/general/messages"}, 1, []string{"refused the token (access_denied)"}},
+		{[]string{"sub", "--token", "dev-token-bob", "demo/other/messages"}, 1,
+			[]string{`subscribe to "demo/other/messages" refused: unknown_topic (42940): `, "grants"}},
+		{[]string{"pub", "--token", "dev-token-alice", "demo/other/messages", "1"}, 1,
+			[]string{`publish to "demo/other/messages" refused: unknown_topic (42940): `}},
+		{[]string{"pub", "--url", "ws://127.0.0.1:1/ws", "--token", "x", "demo/general/messages", "1"}, 1, []string{"cannot connect to ws://127.0.0.1:1/ws"}},
+		{[]string{"pub", "--token", "dev-token-alice", "demo/general/messages"}, 2, []string{"want TOPIC and DATA"}},
+		{[]string{"pub", "--token", "dev-token-alice", "demo/general/messages", "hello"}, 2, []string{"DATA must be JSON"}},
+		{[]string{"pub", "demo/general/messages", "1"}, 2, []string{"no token"}},
+		{[]string{"sub", "--token", "dev-token-bob"}, 2, []string{"want at least one TOPIC"}},
+		{[]string{"sub", "--token", "dev-token-bob", "--url", "http://x", "a/b/c"}, 2, []string{"must start with ws://"}},
+	}
+	for _, c := range cases {
+		code, _, stderr := e.run(nil, c.args...)
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d; stderr %q", c.args, code, c.code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, stderr, w)
+			}
+		}
+	}
+}
+
+func TestCLIPresence(t *testing.T) {
+	e := newCLIEnv(t)
+	code, out, errs := e.run(nil, "presence", "--token", "dev-token-bob", "--set", `{"name":"bob"}`, "general")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var m struct {
+		ActorTokenID string          `json:"actorTokenId"`
+		Presence     json.RawMessage `json:"presence"`
+		Status       string          `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &m); err != nil || m.ActorTokenID != "bob" ||
+		string(m.Presence) != `{"name":"bob"}` || m.Status != "online" {
+		t.Fatalf("output %q (%v)", out, err)
+	}
+}

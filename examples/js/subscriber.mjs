@@ -1,0 +1,20 @@
+// bob subscribes to demo/general/messages and prints what arrives.
+// Run: node subscriber.mjs   (Node 20: node --experimental-websocket subscriber.mjs)
+import { NoLag } from "@nolag/js-sdk";
+
+const url = process.env.KRAKEN_URL ?? "ws://localhost:8080/ws";
+const bob = NoLag("dev-token-bob", { url });
+
+bob.on("error", (err) => console.error("error:", err.message));
+bob.on("demo/general/messages", (data) => console.log("bob got:", data));
+
+// Subscribe in the connect handler. It runs after every successful connect,
+// including automatic reconnects, so the subscription is made again if the
+// broker restarts.
+bob.on("connect", () => {
+  bob.subscribe("demo/general/messages", (err) => {
+    console.log(err ? `subscribe failed: ${err.message}` : "bob is subscribed");
+  });
+});
+
+await bob.connect();

@@ -1,0 +1,88 @@
+// Package client is a Go client for kraken: it connects to the broker's
+// WebSocket endpoint (ws://host:8080/ws), authenticates with an access
+// token, and publishes and subscribes to topics in MessagePack frames, as
+// described in protocol.md. It negotiates protocol version 2.
+//
+//	c := client.New("dev-token-bob", client.Options{URL: "ws://localhost:8080/ws"})
+//	if err := c.Connect(ctx); err != nil {
+//		// a *client.Error such as client.ErrAccessDenied, or a network error
+//	}
+//	defer c.Close()
+//	err := c.Subscribe(ctx, "demo/general/messages", func(data client.Data, meta client.Meta) {
+//		var msg struct{ Text string `json:"text"` }
+//		_ = data.Decode(&msg)
+//		fmt.Println(meta.Sender, "says", msg.Text)
+//	})
+//	err = c.Publish(ctx, "demo/general/messages", map[string]any{"text": "hello"})
+//
+// # Requests and errors
+//
+// Subscribe, Unsubscribe, SetFilters and Publish wait for the broker's
+// answer (`subscribed`, `unsubscribed`, `filtersUpdated`, `published`), so
+// a nil error means the broker accepted the request. A refusal is returned
+// as a *Error carrying the broker's code, error string, hint, detail and
+// topic (and msgRef for a publish); compare with errors.Is against
+// ErrUnknownTopic, ErrAccessDenied, ErrRateLimited and the other sentinels.
+// A request whose context has no deadline waits at most
+// Options.RequestTimeout (10 s). Emit is the fire-and-forget publish: it
+// returns once the frame is written, and a refusal goes to Options.OnError.
+//
+// Publish data is encoded by Marshal: nil is sent as the MessagePack nil
+// (never dropped), a Data is sent verbatim, msgp-generated types encode
+// themselves, and other values are encoded as encoding/json would render
+// them. Handlers receive the raw MessagePack bytes as a Data, with
+// Data.Decode to fill a Go value, and a Meta with the message id, filter,
+// sender, timestamp and replay flag.
+//
+// # Delivery, acks and handlers
+//
+// Handlers and event callbacks run one at a time on a dedicated handler
+// goroutine, in the order the frames arrived. The reader goroutine only
+// decodes frames and queues deliveries, and heartbeats are sent by their
+// own goroutine, so a slow handler delays other handlers but never blocks
+// heartbeats or the answers to requests; handlers may call any method of
+// the client. The queue is bounded (Options.HandlerQueueSize): when it is
+// full, deliveries are dropped and a *SlowConsumerError is reported.
+//
+// Messages the broker marks requiresAck are acknowledged after their
+// handler returns, in batchAck frames sent every 100 ms or per 100 ids
+// (Options.AckInterval, AckBatchSize, DisableAutoAck).
+//
+// # Reconnects
+//
+// When the connection is lost, the client reconnects by itself with
+// exponential back-off and jitter: 5 s, then ×1.5 per attempt up to 30 s,
+// each less a random part of up to 20 % (Options.ReconnectDelay,
+// ReconnectMultiplier, MaxReconnectDelay, ReconnectJitter,
+// MaxReconnectAttempts). The auth frame of a reconnect carries
+// reconnect:true. Once authenticated, the client subscribes again to every
+// topic with the options it was subscribed with (QoS, load-balance group,
+// the current filters), re-subscribes its lobbies and sends its presence
+// again, and then runs OnConnect. A token the broker refuses
+// (access_denied) stops the reconnecting. Messages published while the client was
+// disconnected are not delivered: by default kraken keeps no backlog.
+//
+// The callbacks OnConnect, OnDisconnect, OnReconnecting and OnError report
+// these events. A heartbeat (an empty binary frame) is sent every 30 s
+// (Options.HeartbeatInterval), which also keeps the broker's 60 s idle
+// timeout away.
+//
+// # Presence and lobbies
+//
+// SetPresence, GetPresence, SubscribeLobby, UnsubscribeLobby,
+// GetLobbyPresence and the OnPresence and OnLobbyPresence callbacks speak
+// the frames of protocol.md §7 (docs/presence.md describes kraken's
+// behaviour). They need a broker that implements presence and lobbies, as
+// kraken does; against one that does not, GetPresence and the lobby
+// requests fail when their timeout expires (the error says so) and no
+// presence event arrives. Presence lives in the broker's memory, so the
+// client sets its presence and re-subscribes its lobbies after every
+// reconnect.
+//
+// # Concurrency and shutdown
+//
+// A Client is safe for concurrent use. Close stops every goroutine the
+// client started (the reader, the heartbeat and ack sender, the reconnect
+// loop and the handler goroutine) before it returns, except a handler
+// running at that moment, which finishes on its own.
+package client
