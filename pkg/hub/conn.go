@@ -62,8 +62,8 @@ type Conn struct {
 
 	// Guarded by wmu.
 	wmu      sync.Mutex
-	closed   bool     // the transport is closed or closing: drop writes
-	out      [][]byte // queued frames, oldest first; out[0] may be partly written
+	closed   bool      // the transport is closed or closing: drop writes
+	out      [][]byte  // queued frames, oldest first; out[0] may be partly written
 	inline   [1][]byte // backing store of out while it holds one frame: no allocation per delivery
 	outBytes int
 	retrying bool // on the owning worker's retry list
