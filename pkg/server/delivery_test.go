@@ -128,3 +128,41 @@ func TestFilteredSubscriptions(t *testing.T) {
 	alice.Send("type", "publish", "topic", "demo/general/feed", "data", 6, "filter", "bob")
 	filtered.ExpectFields("data", 6, "filter", "bob")
 }
+
+// TestConcurrentSubscribePublishClose races subscribe, unsubscribe,
+// load-balanced subscribe, retained publish and close on one topic from
+// many connections (run under -race); afterwards every table is empty.
+func TestConcurrentSubscribePublishClose(t *testing.T) {
+	s := start(t, func(c *Config) { c.RateLimit = 100000 })
+	addr := s.Addr().String()
+	done := make(chan struct{})
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			for round := 0; round < 5; round++ {
+				p := testpeer.Dial(t, addr)
+				p.Auth("dev-token-bob")
+				for i := 0; i < 20; i++ {
+					switch (g + i) % 4 {
+					case 0:
+						p.Send("type", "subscribe", "topic", "demo/general/race")
+					case 1:
+						p.Send("type", "subscribe", "topic", "demo/general/race", "loadBalance", true)
+					case 2:
+						p.Send("type", "unsubscribe", "topic", "demo/general/race")
+					case 3:
+						p.Send("type", "publish", "topic", "demo/general/race", "data", i, "retain", i%2 == 0)
+					}
+				}
+				_ = p.Conn.Close()
+			}
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		st := s.Hub().Stats()
+		return st.Connections == 0 && st.Subscriptions == 0 && st.Groups == 0
+	})
+}
