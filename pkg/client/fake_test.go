@@ -13,7 +13,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 	"github.com/tinylib/msgp/msgp"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // fakeServer is a scripted WebSocket server: each test reads the frames a

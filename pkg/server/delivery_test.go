@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // TestRetainedMessageAfterSubscribed checks §6.7 / OQ-58: a retained message

@@ -7,7 +7,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // The authentication handshake (protocol.md §2; protocol-decisions.md OQ-13,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // RFC 6455 framing and the frame kinds of protocol.md §1.3

@@ -20,7 +20,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Helpers shared by the end-to-end transcript tests (e2e_*_test.go): every

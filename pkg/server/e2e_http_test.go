@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // HTTP side of the listener: /health, errors and the /ws upgrade

@@ -9,7 +9,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Rate, size, error-frame and frame limits (protocol.md §6.10, §6.11, §1.2;

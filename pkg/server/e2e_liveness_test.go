@@ -8,7 +8,7 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Idle timeout, slow consumers and shutdown (protocol.md §1.2, §1.5;

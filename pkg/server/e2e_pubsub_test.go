@@ -9,7 +9,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Subscribe, unsubscribe, publish and delivery (protocol.md §3, §6.1, §6.2;

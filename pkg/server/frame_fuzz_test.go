@@ -8,7 +8,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // nullTransport is a socket that is never written (fd -1: every write fails

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 func openFDs(t testing.TB) int {

@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"github.com/NoLagApp/kraken/pkg/internal/testpeer"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // TestQuickstartExchange is the quickstart's exchange as the JS SDK sends it
