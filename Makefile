@@ -15,7 +15,7 @@ FUZZTIME ?= 5s
 GO_FILES = { git ls-files -z -- '*.go' ':(exclude)*testdata/*' 2>/dev/null \
 	|| find . -name '*.go' -not -path '*/testdata/*' -not -path './vendor/*' -print0; }
 
-.PHONY: help build run test lint fuzz-smoke fuzz bench docker up down clean
+.PHONY: help build run test lint fuzz-smoke fuzz bench bench-full bench-go docker up down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,7 +60,13 @@ fuzz: FUZZTIME = 60s
 fuzz: ## Run every fuzz target for 60s each (override with FUZZTIME=...)
 	$(MAKE) --no-print-directory fuzz-smoke FUZZTIME=$(FUZZTIME)
 
-bench: ## Run the benchmarks under ./pkg/... (200ms each)
+bench: ## The load scenarios against kraken and the baseline, short sizes (a few minutes)
+	BENCH_SIZE=short bash bench/run.sh
+
+bench-full: ## The load scenarios at the sizes of the performance goals
+	BENCH_SIZE=full bash bench/run.sh
+
+bench-go: ## Go benchmarks of the hot paths (frame decode, topic match, fan-out)
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=200ms ./pkg/...
 
 docker: ## Build the kraken:dev image

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Direction of a metric: which way is better.
+const (
+	higher = 1
+	lower  = -1
+)
+
+// Metric is one measured figure.
+type Metric struct {
+	Key   string  `json:"key"`
+	Name  string  `json:"name"`
+	Unit  string  `json:"unit,omitempty"`
+	Value float64 `json:"value"`
+	// Better is 1 when higher is better, -1 when lower is, 0 for context.
+	Better int `json:"better"`
+}
+
+// Point is one idle-ramp sample.
+type Point struct {
+	Conns   int   `json:"conns"`
+	RSS     int64 `json:"rss_bytes"`
+	Threads int64 `json:"threads,omitempty"`
+}
+
+// Report is the output of one run.
+type Report struct {
+	Scenario   string         `json:"scenario"`
+	Label      string         `json:"label,omitempty"`
+	URL        string         `json:"url"`
+	Started    string         `json:"started"`
+	Finished   string         `json:"finished,omitempty"`
+	GoVersion  string         `json:"go_version"`
+	CPUs       int            `json:"cpus"`
+	Params     map[string]any `json:"params"`
+	Metrics    []Metric       `json:"metrics"`
+	Points     []Point        `json:"points,omitempty"`
+	Notes      []string       `json:"notes,omitempty"`
+	firstError string
+}
+
+func newReport(cfg Config) *Report {
+	return &Report{
+		Scenario:  cfg.Scenario,
+		Label:     cfg.Label,
+		URL:       cfg.URL,
+		Started:   time.Now().UTC().Format(time.RFC3339),
+		GoVersion: runtime.Version(),
+		CPUs:      runtime.NumCPU(),
+		Params: map[string]any{
+			"n": cfg.N, "procs": cfg.Procs, "pid": cfg.PID, "duration": cfg.Duration.String(),
+			"rate": cfg.Rate, "payload": cfg.Payload, "messages": cfg.Messages, "steps": cfg.Steps,
+			"start": cfg.Start, "settle": cfg.Settle.String(), "topics": cfg.Topics, "subs": cfg.Subs,
+			"publishers": cfg.Publishers, "concurrency": cfg.Concurrency, "topic": cfg.Topic,
+		},
+	}
+}
+
+func (r *Report) add(key, name, unit string, v float64, better int) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		v = 0
+	}
+	r.Metrics = append(r.Metrics, Metric{Key: key, Name: name, Unit: unit, Value: v, Better: better})
+}
+
+func (r *Report) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// Metric returns the metric with key.
+func (r *Report) Metric(key string) (Metric, bool) {
+	for _, m := range r.Metrics {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+func writeJSON(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func readJSON(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// writeMarkdown writes one report as a metric | value table.
+func writeMarkdown(w io.Writer, r *Report) {
+	label := r.Label
+	if label == "" {
+		label = "value"
+	}
+	fmt.Fprintf(w, "| %s metric | %s |\n|---|---:|\n", r.Scenario, label)
+	for _, m := range r.Metrics {
+		fmt.Fprintf(w, "| %s | %s |\n", metricTitle(m), formatValue(m))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nNote: %s\n", n)
+	}
+}
+
+func metricTitle(m Metric) string {
+	arrow := ""
+	switch m.Better {
+	case higher:
+		arrow = " ↑"
+	case lower:
+		arrow = " ↓"
+	}
+	return m.Name + arrow
+}
+
+// formatValue renders a value with its unit.
+func formatValue(m Metric) string {
+	v := m.Value
+	switch m.Unit {
+	case "B":
+		switch {
+		case math.Abs(v) >= 1<<30:
+			return fmt.Sprintf("%.2f GiB", v/(1<<30))
+		case math.Abs(v) >= 1<<20:
+			return fmt.Sprintf("%.1f MiB", v/(1<<20))
+		case math.Abs(v) >= 1<<10:
+			return fmt.Sprintf("%.1f KiB", v/(1<<10))
+		}
+		return fmt.Sprintf("%.0f B", v)
+	case "B/conn":
+		return fmt.Sprintf("%s B", group(math.Round(v)))
+	case "ms", "µs":
+		return fmt.Sprintf("%s %s", sig(v), m.Unit)
+	case "/s":
+		return group(math.Round(v)) + "/s"
+	case "conns", "":
+		if v == math.Trunc(v) {
+			return group(v)
+		}
+		return sig(v)
+	}
+	return sig(v) + " " + m.Unit
+}
+
+// sig formats with three significant digits (more for large values).
+func sig(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return group(math.Round(v))
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	case a >= 0.01:
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// group formats an integral value with thousands separators.
+func group(v float64) string {
+	neg := v < 0
+	s := fmt.Sprintf("%.0f", math.Abs(v))
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// writeComparison writes one table over pairs of reports (a, b): metric |
+// a | b | a/b. Metrics are matched by key.
+func writeComparison(w io.Writer, nameA, nameB string, pairs [][2]*Report) {
+	fmt.Fprintf(w, "| metric | %s | %s | ratio %s/%s |\n|---|---:|---:|---:|\n", nameA, nameB, nameA, nameB)
+	var notes []string
+	for _, p := range pairs {
+		a, b := p[0], p[1]
+		for _, m := range a.Metrics {
+			mb, ok := b.Metric(m.Key)
+			vb, ratio := "—", "—"
+			if ok {
+				vb = formatValue(mb)
+				if mb.Value != 0 && m.Better != 0 {
+					ratio = fmt.Sprintf("%.2f×", m.Value/mb.Value)
+				}
+			}
+			fmt.Fprintf(w, "| %s: %s | %s | %s | %s |\n", scenarioTitle(a), metricTitle(m), formatValue(m), vb, ratio)
+		}
+		for _, r := range []*Report{a, b} {
+			for _, n := range r.Notes {
+				notes = append(notes, fmt.Sprintf("%s %s: %s", labelOf(r, nameA, nameB, r == a), scenarioTitle(r), n))
+			}
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+}
+
+func labelOf(r *Report, a, b string, isA bool) string {
+	if r.Label != "" {
+		return r.Label
+	}
+	if isA {
+		return a
+	}
+	return b
+}
+
+// scenarioTitle names a run by its scenario and shape.
+func scenarioTitle(r *Report) string {
+	p := r.Params
+	num := func(k string) float64 {
+		f, _ := p[k].(float64)
+		if i, ok := p[k].(int); ok {
+			f = float64(i)
+		}
+		return f
+	}
+	switch r.Scenario {
+	case "idle":
+		return fmt.Sprintf("idle %s", group(num("n")))
+	case "fanout":
+		return fmt.Sprintf("fanout %s×%s B", group(num("n")), group(num("payload")))
+	case "latency":
+		return fmt.Sprintf("latency 1→%s @%s/s", group(num("n")), sig(num("rate")))
+	case "connect":
+		return fmt.Sprintf("connect %s", group(num("n")))
+	case "stream":
+		subs := num("subs")
+		if subs == 0 && num("topics") > 0 {
+			subs = math.Max(1, math.Floor(num("n")/num("topics")))
+		}
+		return fmt.Sprintf("stream %s×%s @%s/s", group(num("topics")), group(subs), sig(num("rate")))
+	}
+	return r.Scenario
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Config is one load-generator run.
+type Config struct {
+	URL      string
+	Token    string
+	Topic    string
+	Scenario string
+	// N is the number of subscriber connections (idle, fanout, latency,
+	// connect); stream uses Topics × Subs.
+	N     int
+	Procs int
+	// SourceIP is the local address of an in-process run (Procs <= 1).
+	SourceIP string
+	// PID is the broker process sampled from /proc (0 = none).
+	PID      int
+	Duration time.Duration
+	Rate     float64
+	Payload  int
+	Messages int
+	// Idle ramp: Steps points from Start to N.
+	Steps  int
+	Start  int
+	Settle time.Duration
+	// Stream shape.
+	Topics     int
+	Subs       int
+	Publishers int
+	// Concurrency is handshakes in flight per worker.
+	Concurrency int
+	Timeout     time.Duration
+	Heartbeat   time.Duration
+	Label       string
+	// Spawn makes a child worker command (nil = this executable).
+	Spawn spawnFunc
+	// Log receives progress lines (nil = discard).
+	Log io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Token == "" {
+		c.Token = "dev-token-bob"
+	}
+	if c.Topic == "" {
+		c.Topic = "demo/general/bench"
+	}
+	if c.Procs < 1 {
+		c.Procs = 1
+	}
+	if c.Payload <= 0 {
+		c.Payload = 100
+	}
+	if c.Messages <= 0 {
+		c.Messages = 20
+	}
+	if c.Steps < 3 {
+		c.Steps = 3
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 32
+	}
+	if c.Duration <= 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Topics <= 0 {
+		c.Topics = 10
+	}
+	if c.Publishers <= 0 {
+		c.Publishers = 4
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Spawn == nil {
+		c.Spawn = defaultSpawn
+	}
+}
+
+func (c *Config) logf(format string, args ...any) {
+	fmt.Fprintf(c.Log, "loadgen: "+format+"\n", args...)
+}
+
+// env is what a scenario runs with.
+type env struct {
+	cfg  Config
+	subs []workerClient // subscriber workers
+	pubW *worker        // publishers, in this process
+	rep  *Report
+}
+
+// Run runs one scenario and returns its report.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	cfg.defaults()
+	if cfg.URL == "" {
+		return nil, errors.New("no --url")
+	}
+	d, err := newDialer(cfg.URL, cfg.Token, cfg.SourceIP, cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, pubW: newWorker(0, 1, d, cfg.Heartbeat)}
+	defer e.pubW.close()
+	if cfg.Procs <= 1 {
+		e.subs = []workerClient{localWorker{newWorker(0, 1, d, cfg.Heartbeat)}}
+	} else {
+		for i := 0; i < cfg.Procs; i++ {
+			args := []string{"--url", cfg.URL, "--token", cfg.Token,
+				"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i),
+				"--index", fmt.Sprint(i), "--procs", fmt.Sprint(cfg.Procs),
+				"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}
+			rw, err := startRemote(cfg.Spawn, args)
+			if err != nil {
+				for _, w := range e.subs {
+					_ = w.shutdown()
+				}
+				return nil, fmt.Errorf("start worker %d: %w", i, err)
+			}
+			e.subs = append(e.subs, rw)
+		}
+	}
+	defer func() {
+		for _, w := range e.subs {
+			_ = w.shutdown()
+		}
+	}()
+	e.rep = newReport(cfg)
+	switch cfg.Scenario {
+	case "idle":
+		err = e.idle(ctx)
+	case "fanout":
+		err = e.fanout(ctx)
+	case "latency":
+		err = e.latency(ctx)
+	case "connect":
+		err = e.connect(ctx)
+	case "stream":
+		err = e.stream(ctx)
+	default:
+		err = fmt.Errorf("unknown scenario %q (idle, fanout, latency, connect, stream)", cfg.Scenario)
+	}
+	if err != nil {
+		return e.rep, err
+	}
+	e.rep.Finished = time.Now().UTC().Format(time.RFC3339)
+	return e.rep, nil
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/NoLagApp/kraken/bench/baseline/broker"
+)
+
+// workerEnv makes the test binary act as a child worker, so the
+// multi-process path runs without building anything.
+const workerEnv = "LOADGEN_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(workerMain(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func testSpawn(args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), workerEnv+"=1")
+	return cmd
+}
+
+// startBaseline serves the baseline broker in process.
+func startBaseline(t *testing.T) string {
+	t.Helper()
+	b := broker.New()
+	mux := http.NewServeMux()
+	mux.Handle("/ws", b)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		b.Close()
+		srv.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+}
+
+func run(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	cfg.Token = "smoke"
+	cfg.Timeout = 5 * time.Second
+	cfg.PID = os.Getpid()
+	cfg.Label = "baseline"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", cfg.Scenario, err)
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, rep)
+	t.Logf("%s", md.String())
+	for _, n := range rep.Notes {
+		t.Errorf("%s: note: %s", cfg.Scenario, n)
+	}
+	return rep
+}
+
+func metric(t *testing.T, r *Report, key string) float64 {
+	t.Helper()
+	m, ok := r.Metric(key)
+	if !ok {
+		t.Fatalf("%s: no metric %s", r.Scenario, key)
+	}
+	return m.Value
+}
+
+func wantEq(t *testing.T, r *Report, key string, want float64) {
+	t.Helper()
+	if got := metric(t, r, key); got != want {
+		t.Errorf("%s: %s = %v, want %v", r.Scenario, key, got, want)
+	}
+}
+
+func wantPositive(t *testing.T, r *Report, key string) {
+	t.Helper()
+	if got := metric(t, r, key); !(got > 0) {
+		t.Errorf("%s: %s = %v, want > 0", r.Scenario, key, got)
+	}
+}
+
+func TestSmokeIdle(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "idle", N: 20, Steps: 3})
+	wantEq(t, r, "idle_connections", 20)
+	wantEq(t, r, "idle_connect_errors", 0)
+	wantEq(t, r, "idle_missed", 0)
+	wantEq(t, r, "idle_disconnects", 0)
+	wantPositive(t, r, "idle_rss_baseline")
+	if len(r.Points) != 3 || r.Points[0].Conns != 6 || r.Points[2].Conns != 20 {
+		t.Errorf("idle points = %+v, want 3 points from 6 to 20 connections", r.Points)
+	}
+}
+
+func TestSmokeFanout(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "fanout", N: 20, Messages: 5, Payload: 100})
+	wantEq(t, r, "fanout_subscribers", 20)
+	wantEq(t, r, "fanout_delivered", 100)
+	wantEq(t, r, "fanout_lost", 0)
+	wantPositive(t, r, "fanout_rate")
+	wantPositive(t, r, "fanout_last_max")
+}
+
+func TestSmokeFanoutProcs(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "fanout", N: 21, Procs: 2, Messages: 3, Spawn: testSpawn})
+	wantEq(t, r, "fanout_subscribers", 21)
+	wantEq(t, r, "fanout_delivered", 63)
+	wantPositive(t, r, "fanout_rate")
+}
+
+func TestSmokeLatency(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "latency", N: 5, Rate: 200, Duration: 200 * time.Millisecond})
+	wantEq(t, r, "latency_fanout", 5)
+	wantEq(t, r, "latency_lost", 0)
+	wantPositive(t, r, "latency_last_p50")
+	wantPositive(t, r, "latency_all_max")
+	if p50, max := metric(t, r, "latency_all_p50"), metric(t, r, "latency_all_max"); p50 > max {
+		t.Errorf("p50 %v > max %v", p50, max)
+	}
+}
+
+func TestSmokeConnect(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "connect", N: 20, Concurrency: 4})
+	wantEq(t, r, "connect_opened", 20)
+	wantEq(t, r, "connect_errors", 0)
+	wantEq(t, r, "connect_disconnects", 0)
+	wantPositive(t, r, "connect_rate")
+}
+
+func TestSmokeStream(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "stream", Topics: 4, Subs: 5, Publishers: 2, Rate: 400, Duration: 200 * time.Millisecond})
+	wantEq(t, r, "stream_shape", 20)
+	wantEq(t, r, "stream_lost", 0)
+	wantPositive(t, r, "stream_rate")
+	wantPositive(t, r, "stream_publish_rate")
+}
+
+func TestAuthRefused(t *testing.T) {
+	// A server that refuses every token: connect reports errors, not a hang.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", Scenario: "connect", N: 3, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := rep.Metric("connect_errors"); m.Value != 3 {
+		t.Errorf("connect_errors = %v, want 3", m.Value)
+	}
+}
+
+func TestComparisonTable(t *testing.T) {
+	a := &Report{Scenario: "fanout", Params: map[string]any{"n": 10.0, "payload": 100.0}}
+	a.add("fanout_rate", "deliveries per second", "/s", 200000, higher)
+	a.add("fanout_cpu", "broker CPU per delivery", "µs", 1.5, lower)
+	b := &Report{Scenario: "fanout", Params: a.Params}
+	b.add("fanout_rate", "deliveries per second", "/s", 50000, higher)
+	var out bytes.Buffer
+	writeComparison(&out, "kraken", "baseline", [][2]*Report{{a, b}})
+	s := out.String()
+	for _, want := range []string{
+		"| metric | kraken | baseline | ratio kraken/baseline |",
+		"| fanout 10×100 B: deliveries per second ↑ | 200,000/s | 50,000/s | 4.00× |",
+		"| fanout 10×100 B: broker CPU per delivery ↓ | 1.50 µs | — | — |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var vals []int64
+	for i := int64(1); i <= 1000; i++ {
+		vals = append(vals, i*1000)
+	}
+	h := histOf(vals)
+	if h.N != 1000 || h.Max != 1_000_000 {
+		t.Fatalf("n=%d max=%d", h.N, h.Max)
+	}
+	for _, c := range []struct {
+		q    float64
+		want int64
+	}{{0.5, 500_000}, {0.99, 990_000}, {1, 1_000_000}} {
+		got := h.quantile(c.q)
+		if d := float64(got-c.want) / float64(c.want); d > 0.04 || d < -0.04 {
+			t.Errorf("q%v = %d, want %d ±4%%", c.q, got, c.want)
+		}
+	}
+}
+
+func TestStamp(t *testing.T) {
+	tp := newPubTemplate("a/b", 40)
+	f := tp.appendFrame(nil, 1234567890123456789, 42)
+	op, p, n, err := parseFrame(f)
+	if err != nil || n != len(f) || op != opBinary {
+		t.Fatalf("parseFrame: op=%d n=%d err=%v", op, n, err)
+	}
+	m, err := scanServerMsg(p)
+	if err != nil || string(m.typ) != "publish" || string(m.topic) != "a/b" || len(m.data) != 40 {
+		t.Fatalf("scan: %+v %v", m, err)
+	}
+	ts, seq, ok := parseStamp(m.data)
+	if !ok || ts != 1234567890123456789 || seq != 42 {
+		t.Errorf("stamp = %d %d %v", ts, seq, ok)
+	}
+}
