@@ -3,7 +3,6 @@ package hub
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gobwas/ws"
 	"golang.org/x/sys/unix"
@@ -21,18 +20,15 @@ type Transport interface {
 // Session is what a connection knows about itself once authenticated. It is
 // immutable: a revalidation swaps in a new *Session.
 type Session struct {
-	ActorTokenID   string
-	ProjectID      string
-	OrganizationID string
-	// Version is the negotiated protocol version, 1 or 2 (protocol.md §2.7).
-	Version int
-	// Grant is the backend's answer, opaque to the hub.
+	// Grant is the backend's answer (an *auth.Grant), opaque to the hub.
 	Grant any
-	// ValidatedAt is when the grant was last (re)validated.
-	ValidatedAt time.Time
-	// OrgLimited is set when the connection holds one of its organisation's
-	// connection slots (protocol.md §4.11), released on close.
-	OrgLimited bool
+	// LimitOrg is the organisation whose connection slot this connection
+	// holds (protocol.md §4.11), released on close; "" when none.
+	LimitOrg string
+	// ValidatedAt is when the grant was last (re)validated, in unix ns.
+	ValidatedAt int64
+	// Version is the negotiated protocol version, 1 or 2 (protocol.md §2.7).
+	Version uint8
 }
 
 // Phase is where a connection is in its lifecycle.
@@ -51,8 +47,8 @@ type Conn struct {
 	// ID is unique per process and appears in log lines as conn_id.
 	ID uint64
 	t  Transport
-	fd int
 	w  *worker
+	fd int32
 
 	created  int64 // unix ns
 	lastRead atomic.Int64
@@ -70,9 +66,9 @@ type Conn struct {
 	slow     bool // over the outbound bound; a close is scheduled
 
 	// Owned by the worker.
-	idx        int  // position in worker.conns, -1 when unregistered
+	idx        int32 // position in worker.conns, -1 when unregistered
+	nsubs      int32
 	subs       *sub // singly linked list of this connection's subscriptions
-	nsubs      int
 	revalidate bool // a revalidation is in flight
 }
 
@@ -186,9 +182,9 @@ func (c *Conn) flushLocked() {
 		var n int
 		var err error
 		if len(batch) == 1 {
-			n, err = unix.Write(c.fd, batch[0])
+			n, err = unix.Write(int(c.fd), batch[0])
 		} else {
-			n, err = unix.Writev(c.fd, batch)
+			n, err = unix.Writev(int(c.fd), batch)
 		}
 		if n > 0 {
 			c.consumeLocked(n)

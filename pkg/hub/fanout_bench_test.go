@@ -29,7 +29,7 @@ func benchWorker(tb testing.TB, n int, withFeatures bool) (*worker, *Publication
 	h := New(Config{Workers: 1})
 	w := h.workers[0]
 	newConn := func(id uint64) *Conn {
-		c := &Conn{ID: id, t: devNull{int(f.Fd())}, fd: int(f.Fd()), w: w, idx: -1}
+		c := &Conn{ID: id, t: devNull{int(f.Fd())}, fd: int32(f.Fd()), w: w, idx: -1}
 		w.handle(&op{kind: opRegister, c: c})
 		return c
 	}

@@ -138,7 +138,7 @@ func (h *Hub) Start() {
 func (h *Hub) Register(t Transport) *Conn {
 	id := h.nextID.Add(1)
 	now := time.Now().UnixNano()
-	c := &Conn{ID: id, t: t, fd: t.Fd(), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
+	c := &Conn{ID: id, t: t, fd: int32(t.Fd()), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
 	c.lastRead.Store(now)
 	c.phase.Store(uint32(PhaseHandshake))
 	c.w.post(op{kind: opRegister, c: c})

@@ -78,10 +78,10 @@ func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte 
 // member of each matching group this worker owns.
 func (w *worker) fanOut(p *Publication) {
 	for _, s := range w.tab.exact[p.Key] {
-		w.deliver(p, s.c, s.spec.Pattern, false, s.accepts(p.Filter))
+		w.deliver(p, s.c, s.pattern, false, s.accepts(p.Filter))
 	}
 	w.tab.wild.Match(p.Key, func(s *sub) {
-		w.deliver(p, s.c, s.spec.Pattern, true, s.accepts(p.Filter))
+		w.deliver(p, s.c, s.pattern, true, s.accepts(p.Filter))
 	})
 	if w.grp.size() > 0 {
 		for _, g := range w.grp.exact[p.Key] {

@@ -11,22 +11,22 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if old := c.findSub(spec.Pattern); old != nil {
 		w.detach(old)
 		c.unlinkSub(old)
-	} else if c.nsubs >= w.h.cfg.MaxSubscriptions {
+	} else if int(c.nsubs) >= w.h.cfg.MaxSubscriptions {
 		w.write(c, spec.TooMany)
 		if spec.Reply != nil {
 			c.ReplyDone()
 		}
 		return
 	}
-	s := &sub{c: c, spec: *spec, next: c.subs}
-	s.spec.Reply, s.spec.TooMany = nil, nil
+	s := newSub(c, spec)
+	s.next = c.subs
 	c.subs = s
 	c.nsubs++
 	w.h.stats.subs.Add(1)
 	if !spec.LoadBalance {
 		w.tab.insert(s)
 		w.reply(c, spec.Reply)
-		w.sendRetained(c, spec.Pattern, spec.Key, spec.Wildcard, spec.Filters)
+		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters)
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
@@ -58,13 +58,13 @@ func (w *worker) detach(s *sub) {
 		w.tab.remove(s)
 		return
 	}
-	w.h.groupWorker(s.spec.Group).post(op{kind: opMemberRemove, member: s.m})
+	w.h.groupWorker(s.group).post(op{kind: opMemberRemove, member: s.m})
 	s.m = nil
 }
 
 func (c *Conn) findSub(pattern string) *sub {
 	for s := c.subs; s != nil; s = s.next {
-		if s.spec.Pattern == pattern {
+		if s.pattern == pattern {
 			return s
 		}
 	}
@@ -95,8 +95,8 @@ type Subscription struct {
 func (c *Conn) Subscriptions() []Subscription {
 	out := make([]Subscription, 0, c.nsubs)
 	for s := c.subs; s != nil; s = s.next {
-		out = append(out, Subscription{Pattern: s.spec.Pattern, Filters: s.spec.Filters,
-			QoS: s.spec.QoS, LoadBalance: s.spec.LoadBalance, Group: s.spec.Group})
+		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters,
+			QoS: s.qos, LoadBalance: s.lb, Group: s.group})
 	}
 	return out
 }
@@ -110,7 +110,7 @@ func (c *Conn) SetFilters(pattern string, filters []string) bool {
 		return false
 	}
 	w := c.w
-	spec := s.spec
+	spec := s.spec()
 	spec.Filters = filters
 	w.detach(s)
 	c.unlinkSub(s)

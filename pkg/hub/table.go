@@ -26,16 +26,35 @@ type SubSpec struct {
 	Reply, TooMany []byte
 }
 
-// sub is one subscription on its connection's worker.
+// sub is one subscription on its connection's worker: the SubSpec without
+// its one-off reply frames, kept small because an idle connection holds a
+// few of them.
 type sub struct {
-	c    *Conn
-	spec SubSpec
-	next *sub    // next subscription of the same connection
-	pos  int     // index in table.exact[spec.Key]
-	m    *member // the group member, for load-balanced subscriptions
+	c        *Conn
+	next     *sub    // next subscription of the same connection
+	m        *member // the group member, for load-balanced subscriptions
+	pattern  string  // display topic, as sent
+	key      string  // routing key, shared with the table's other entries for the key
+	filters  []string
+	group    string
+	pos      int32 // index in table.exact[key]
+	qos      uint8
+	wildcard bool
+	lb       bool
 }
 
-func (s *sub) accepts(filter string) bool { return acceptsFilter(s.spec.Filters, filter) }
+func newSub(c *Conn, spec *SubSpec) *sub {
+	return &sub{c: c, pattern: spec.Pattern, key: spec.Key, filters: spec.Filters, group: spec.Group,
+		qos: spec.QoS, wildcard: spec.Wildcard, lb: spec.LoadBalance}
+}
+
+// spec rebuilds the subscription's SubSpec (without reply frames).
+func (s *sub) spec() SubSpec {
+	return SubSpec{Pattern: s.pattern, Key: s.key, Wildcard: s.wildcard, Filters: s.filters,
+		QoS: s.qos, LoadBalance: s.lb, Group: s.group}
+}
+
+func (s *sub) accepts(filter string) bool { return acceptsFilter(s.filters, filter) }
 
 func acceptsFilter(filters []string, filter string) bool {
 	if filters == nil {
@@ -64,22 +83,30 @@ func newTable() table {
 }
 
 func (t *table) insert(s *sub) {
-	if s.spec.Wildcard {
-		t.wild.Insert(s.spec.Key, s)
+	if s.wildcard {
+		t.wild.Insert(s.key, s)
 		return
 	}
-	list := t.exact[s.spec.Key]
-	s.pos = len(list)
-	t.exact[s.spec.Key] = append(list, s)
+	list := t.exact[s.key]
+	if len(list) > 0 {
+		// Share the strings of the subscriptions already on this key, so
+		// a topic with many subscribers stores its key once.
+		s.key = list[0].key
+		if s.pattern == list[0].pattern {
+			s.pattern = list[0].pattern
+		}
+	}
+	s.pos = int32(len(list))
+	t.exact[s.key] = append(list, s)
 }
 
 func (t *table) remove(s *sub) {
-	if s.spec.Wildcard {
-		t.wild.Remove(s.spec.Key, s)
+	if s.wildcard {
+		t.wild.Remove(s.key, s)
 		return
 	}
-	list := t.exact[s.spec.Key]
-	last := len(list) - 1
+	list := t.exact[s.key]
+	last := int32(len(list) - 1)
 	if s.pos > last || list[s.pos] != s {
 		return
 	}
@@ -87,10 +114,10 @@ func (t *table) remove(s *sub) {
 	list[s.pos].pos = s.pos
 	list[last] = nil
 	if last == 0 {
-		delete(t.exact, s.spec.Key)
+		delete(t.exact, s.key)
 		return
 	}
-	t.exact[s.spec.Key] = list[:last]
+	t.exact[s.key] = list[:last]
 }
 
 // size returns the number of subscriptions in the table.

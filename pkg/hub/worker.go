@@ -110,7 +110,7 @@ func (w *worker) drain(spare []op) {
 func (w *worker) handle(o *op) {
 	switch o.kind {
 	case opRegister:
-		o.c.idx = len(w.conns)
+		o.c.idx = int32(len(w.conns))
 		w.conns = append(w.conns, o.c)
 		w.h.stats.conns.Add(1)
 	case opUnregister:
@@ -200,7 +200,7 @@ func (w *worker) sweep(now time.Time) {
 			}
 		case PhaseAuthed:
 			if s := c.Session(); s != nil && !c.revalidate && cfg.Revalidate != nil &&
-				(w.forceRevalidate || now.Sub(s.ValidatedAt) >= cfg.RevalidateInterval) {
+				(w.forceRevalidate || ns-s.ValidatedAt >= int64(cfg.RevalidateInterval)) {
 				c.revalidate = true
 				due = append(due, c)
 			}

@@ -73,7 +73,7 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	}
 	total := hlen + int(length)
 	if len(b) < total {
-		st.need = total
+		st.need = int32(total)
 		return 0
 	}
 	var mask [4]byte

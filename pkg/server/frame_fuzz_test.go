@@ -45,7 +45,7 @@ func FuzzFrameReader(f *testing.F) {
 	f.Cleanup(func() { _ = s.hub.Shutdown(context.Background()) })
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		st := &connState{Context: context.Background(), c: s.hub.Register(nullTransport{})}
+		st := &connState{c: s.hub.Register(nullTransport{})}
 		defer s.hub.Closed(st.c)
 		in := append(append([]byte(nil), upgrade...), data...)
 		step := int(chunk%16) + 1

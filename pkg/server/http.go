@@ -2,7 +2,10 @@ package server
 
 import (
 	"bytes"
+	"encoding/base64"
+	"errors"
 	"io"
+	"net/http"
 	"strconv"
 
 	"github.com/gobwas/ws"
@@ -54,51 +57,91 @@ func (s *Server) handshake(st *connState, b []byte) int {
 }
 
 // upgrade runs the gobwas/ws zero-copy upgrader over the buffered request:
-// no subprotocol, no extensions (permessage-deflate is not offered).
+// no subprotocol, no extensions (permessage-deflate is not offered). A
+// refused upgrade is answered by refuseUpgrade and the connection closes.
 func (s *Server) upgrade(st *connState, req []byte) {
 	var resp bytes.Buffer
 	rw := struct {
 		io.Reader
 		io.Writer
 	}{bytes.NewReader(req), &resp}
-	if _, err := (ws.Upgrader{}).Upgrade(rw); err != nil {
-		st.closing = true
-		if resp.Len() == 0 {
-			s.httpError(st, 400, err.Error())
-			return
-		}
-		st.write(resp.Bytes())
+	_, err := (ws.Upgrader{}).Upgrade(rw)
+	if err == nil && !secKeyValid(req) {
+		err = ws.ErrHandshakeBadSecKey
+	}
+	if err != nil {
+		s.refuseUpgrade(st, err)
 		return
 	}
 	st.write(resp.Bytes())
 	st.c.SetPhase(hub.PhaseOpen)
 }
 
+// refuseUpgrade answers a refused upgrade with the status gobwas chose (400
+// for a missing or malformed header, 405 for a method other than GET, 426
+// for an unsupported Sec-WebSocket-Version, 505 for HTTP/1.0), the headers
+// that status calls for (Allow: GET with 405, RFC 9110 §15.5.6;
+// Sec-WebSocket-Version: 13 when the version is missing or unsupported, RFC
+// 6455 §4.2.2, §4.4), and closes.
+func (s *Server) refuseUpgrade(st *connState, err error) {
+	status, header := http.StatusBadRequest, ""
+	var rej *ws.ConnectionRejectedError
+	if errors.As(err, &rej) && rej.StatusCode() != 0 {
+		status = rej.StatusCode()
+	}
+	switch err {
+	case ws.ErrHandshakeBadMethod:
+		header = "Allow: GET\r\n"
+	case ws.ErrHandshakeBadSecVersion, ws.ErrHandshakeUpgradeRequired:
+		header = "Sec-WebSocket-Version: 13\r\n"
+	}
+	s.httpErrorWith(st, status, header, err.Error())
+}
+
+// secKeyValid reports whether the request's Sec-WebSocket-Key (the last one,
+// as gobwas reads it) is the base64 encoding of 16 bytes (RFC 6455 §4.1, item
+// 7); gobwas checks only its length. req is a complete request.
+func secKeyValid(req []byte) bool {
+	var key []byte
+	rest := req[bytes.IndexByte(req, '\n')+1:]
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(rest[:i], []byte(":"))
+		if ok && bytes.EqualFold(bytes.TrimSpace(name), []byte("Sec-WebSocket-Key")) {
+			key = bytes.TrimSpace(value)
+		}
+		rest = rest[i+1:]
+	}
+	var raw [18]byte // base64.StdEncoding.DecodedLen(24)
+	if len(key) != 24 {
+		return false
+	}
+	n, err := base64.StdEncoding.Decode(raw[:], key)
+	return err == nil && n == 16
+}
+
 // httpError answers a plain HTTP error with a one-line reason and closes.
 func (s *Server) httpError(st *connState, status int, reason string) {
+	s.httpErrorWith(st, status, "", reason)
+}
+
+// httpErrorWith is httpError with extra header lines, each ending in CRLF.
+func (s *Server) httpErrorWith(st *connState, status int, header, reason string) {
 	body := reason + "\n"
 	var b []byte
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, ' ')
-	b = append(b, statusText(status)...)
-	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "...)
+	b = append(b, http.StatusText(status)...)
+	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\n"...)
+	b = append(b, header...)
+	b = append(b, "Content-Length: "...)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\nConnection: close\r\n\r\n"...)
 	b = append(b, body...)
 	st.closing = true
 	st.write(b)
-}
-
-func statusText(status int) string {
-	switch status {
-	case 400:
-		return "Bad Request"
-	case 404:
-		return "Not Found"
-	case 431:
-		return "Request Header Fields Too Large"
-	default:
-		return "Error"
-	}
 }

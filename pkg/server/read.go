@@ -38,13 +38,13 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.partial = nil
 	case fromPartial && len(rest) == 0:
 		st.partial = nil
-	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*max(st.need, len(rest)):
+	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*max(int(st.need), len(rest)):
 		// Do not keep a large buffer for a small remainder.
-		st.partial = append(make([]byte, 0, max(st.need, len(rest))), rest...)
+		st.partial = append(make([]byte, 0, max(int(st.need), len(rest))), rest...)
 	case fromPartial:
 		st.partial = append(st.partial[:0], rest...)
 	case len(rest) > 0:
-		st.partial = append(make([]byte, 0, max(st.need, len(rest))), rest...)
+		st.partial = append(make([]byte, 0, max(int(st.need), len(rest))), rest...)
 	}
 	if !fromPartial {
 		_ = r.Skip(n)

@@ -27,12 +27,13 @@ func (s *Server) revalidate(conns []*hub.Conn) {
 	answers := make(map[string]revalidation)
 	for _, c := range conns {
 		sess := c.Session()
-		a, ok := answers[sess.ActorTokenID]
+		actor := grantOf(sess).ActorTokenID
+		a, ok := answers[actor]
 		if !ok {
 			ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
-			a.g, a.err = s.cfg.Auth.Revalidate(ctx, sess.ActorTokenID)
+			a.g, a.err = s.cfg.Auth.Revalidate(ctx, actor)
 			cancel()
-			answers[sess.ActorTokenID] = a
+			answers[actor] = a
 		}
 		s.applyRevalidation(c, sess, a)
 	}
@@ -47,19 +48,19 @@ func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation
 	switch {
 	case a.err == nil && a.g != nil:
 		next := *old
-		next.Grant, next.ValidatedAt = a.g, time.Now()
+		next.Grant, next.ValidatedAt = a.g, time.Now().UnixNano()
 		s.hub.Run(c, func(c *hub.Conn) {
 			c.SetSession(&next)
 			s.dropRevoked(c, &next)
 		})
 	case errors.Is(a.err, auth.ErrDenied):
-		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", old.ActorTokenID))
+		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID))
 		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(revokedFrame) })
 		s.hub.Close(c, closeRevoked, "token_revoked")
 		return
 	default:
 		next := *old
-		next.ValidatedAt = time.Now().Add(revalidateRetry - s.cfg.Hub.RevalidateInterval)
+		next.ValidatedAt = time.Now().Add(revalidateRetry - s.cfg.Hub.RevalidateInterval).UnixNano()
 		s.hub.Run(c, func(c *hub.Conn) { c.SetSession(&next) })
 	}
 	s.hub.RevalidationDone(c)

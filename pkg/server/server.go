@@ -177,12 +177,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
-	st := &connState{Context: context.Background(), nc: nc}
-	if s.draining.Load() {
+	st := &connState{}
+	t, ok := nc.(hub.Transport)
+	if !ok || s.draining.Load() {
 		_ = nc.Close()
 		return st
 	}
-	st.c = s.hub.Register(transport{nc})
+	st.c = s.hub.Register(t)
 	c := st.c
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		s.hub.Closed(c)
@@ -192,8 +193,8 @@ func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
 }
 
 func (s *Server) connClosed(c *hub.Conn) {
-	if sess := c.Session(); sess != nil && sess.OrgLimited {
-		s.orgs.release(sess.OrganizationID)
+	if sess := c.Session(); sess != nil && sess.LimitOrg != "" {
+		s.orgs.release(sess.LimitOrg)
 	}
 	if c.Phase() == hub.PhaseAuthed {
 		s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Disconnect(c)) })
@@ -202,9 +203,3 @@ func (s *Server) connClosed(c *hub.Conn) {
 		ce.Write(zap.Uint64("conn_id", c.ID))
 	}
 }
-
-// transport adapts a netpoll connection to hub.Transport.
-type transport struct{ netpoll.Connection }
-
-// Fd returns the socket's file descriptor.
-func (t transport) Fd() int { return t.Connection.(netpoll.Conn).Fd() }

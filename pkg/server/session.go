@@ -117,11 +117,11 @@ func (s *Server) badRequest(st *connState, detail string) {
 // sendError writes an error frame unless the connection already got
 // ErrorFrameLimit of them this second (OQ-67).
 func (s *Server) sendError(st *connState, e *wire.Error) {
-	sec := time.Now().Unix()
+	sec := uint32(time.Now().Unix())
 	if sec != st.errSec {
 		st.errSec, st.errN = sec, 0
 	}
-	if st.errN >= s.cfg.ErrorFrameLimit {
+	if int(st.errN) >= s.cfg.ErrorFrameLimit {
 		return
 	}
 	st.errN++

@@ -28,27 +28,22 @@ func (s *Server) authenticate(st *connState, cmd *wire.Command) {
 	if reason != "" {
 		st.write(frame(wire.AppendAuthFailed(nil, reason)))
 		st.failures++
-		if st.failures >= s.cfg.MaxAuthFailures {
+		if int(st.failures) >= s.cfg.MaxAuthFailures {
 			s.closeProtocol(st, closeAuthFailures, "too_many_auth_failures")
 		}
 		return
 	}
 	version := min(max(cmd.ProtocolVersion, 1), 2)
-	sess := &hub.Session{
-		ActorTokenID:   g.ActorTokenID,
-		ProjectID:      g.ProjectID,
-		OrganizationID: g.OrganizationID,
-		Version:        version,
-		Grant:          g,
-		ValidatedAt:    time.Now(),
-		OrgLimited:     g.MaxConnections > 0 && g.OrganizationID != "",
+	sess := &hub.Session{Grant: g, Version: uint8(version), ValidatedAt: time.Now().UnixNano()}
+	if g.MaxConnections > 0 && g.OrganizationID != "" {
+		sess.LimitOrg = g.OrganizationID
 	}
 	st.c.SetSession(sess)
 	st.c.SetPhase(hub.PhaseAuthed)
 	var specs []*hub.SubSpec
 	restored := []wire.Restored{}
 	if cmd.Reconnect {
-		specs, restored = s.restorable(sess, g)
+		specs, restored = s.restorable(g)
 	}
 	st.write(frame(wire.AppendAuthOK(nil, &wire.AuthOK{
 		ActorTokenID:    g.ActorTokenID,
@@ -89,7 +84,7 @@ func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string) {
 // restorable turns the grant's activeSubscriptions into subscriptions
 // (protocol.md §2.6, OQ-53): each is checked against the grants again and
 // skipped silently when refused; no `subscribed` frames are sent.
-func (s *Server) restorable(sess *hub.Session, g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
+func (s *Server) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 	specs := []*hub.SubSpec{}
 	restored := []wire.Restored{}
 	for _, a := range g.ActiveSubscriptions {
@@ -107,7 +102,7 @@ func (s *Server) restorable(sess *hub.Session, g *auth.Grant) ([]*hub.SubSpec, [
 		spec.Filters, spec.QoS = filters, 1
 		if a.LoadBalance {
 			spec.LoadBalance = true
-			spec.Group = groupName(sess, appID, a.LoadBalanceGroup)
+			spec.Group = groupName(g, appID, a.LoadBalanceGroup)
 		}
 		specs = append(specs, spec)
 		restored = append(restored, wire.Restored{Name: a.Pattern, LoadBalance: a.LoadBalance,
@@ -142,9 +137,9 @@ func (s *Server) resolveSub(g *auth.Grant, pattern string) (*hub.SubSpec, string
 // <projectId>_<appId>_<loadBalanceGroup or actorTokenId> (protocol.md §6.8).
 // The broker treats it as an opaque key, so a '/' in the client's group
 // cannot cut it short (OQ-35).
-func groupName(sess *hub.Session, appID, group string) string {
+func groupName(g *auth.Grant, appID, group string) string {
 	if group == "" {
-		group = sess.ActorTokenID
+		group = g.ActorTokenID
 	}
-	return sess.ProjectID + "_" + appID + "_" + group
+	return g.ProjectID + "_" + appID + "_" + group
 }

@@ -28,7 +28,7 @@ func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 		return
 	}
 	room := presence.Room{ID: roomID, Slug: cmd.RoomID}
-	m := presence.Member[*hub.Conn]{Conn: st.c, ActorTokenID: sess.ActorTokenID, Presence: append([]byte(nil), cmd.Data...)}
+	m := presence.Member[*hub.Conn]{Conn: st.c, ActorTokenID: g.ActorTokenID, Presence: append([]byte(nil), cmd.Data...)}
 	now := time.Now().Unix()
 	s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Set(room, m, now)) })
 }

@@ -51,7 +51,7 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
 	if cmd.LoadBalance {
 		spec.LoadBalance = true
-		spec.Group = groupName(sess, appID, cmd.LoadBalanceGroup)
+		spec.Group = groupName(g, appID, cmd.LoadBalanceGroup)
 	}
 	spec.Reply = frame(wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance))
 	spec.TooMany = frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrTooManySubscriptions,
@@ -116,7 +116,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	sess := st.c.Session()
 	g := grantOf(sess)
 	now := time.Now()
-	if !st.allowPublish(now.Unix(), limitOr(g.RateLimit, s.cfg.RateLimit)) {
+	if !st.allowPublish(uint32(now.Unix()), limitOr(g.RateLimit, s.cfg.RateLimit)) {
 		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded})
 		return
 	}
@@ -150,10 +150,10 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo,
 		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0}
 	p.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
-		From: sess.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
+		From: g.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()
-		s.record(sess, res, cmd.Topic, p, len(data), now)
+		s.record(g, res, cmd.Topic, p, len(data), now)
 	}
 	p.Frame = wsframe.Framed(ws.OpBinary, len(data)+len(cmd.Topic)+160, func(b []byte) []byte {
 		return wire.AppendMessage(b, &p.Msg)
@@ -179,12 +179,12 @@ func (s *Server) unknownTopic(st *connState, sess *hub.Session, t, hint, msgRef 
 
 // allowPublish applies the fixed one-second window rate limit (protocol.md
 // §6.10): rejected publishes do not count.
-func (st *connState) allowPublish(sec int64, limit int) bool {
+func (st *connState) allowPublish(sec uint32, limit int) bool {
 	if sec != st.rateSec {
 		st.rateSec, st.rateN = sec, 1
 		return true
 	}
-	if st.rateN >= limit {
+	if int(st.rateN) >= limit {
 		return false
 	}
 	st.rateN++
@@ -200,10 +200,10 @@ func limitOr(v, def int) int {
 
 // record stores the accepted publish in the message store (protocol.md
 // §6.5). A store failure never fails the publish; it is logged.
-func (s *Server) record(sess *hub.Session, res acl.Resolution, pattern string, p *hub.Publication, size int, now time.Time) {
+func (s *Server) record(g *auth.Grant, res acl.Resolution, pattern string, p *hub.Publication, size int, now time.Time) {
 	err := s.cfg.Store.Append(context.Background(), &store.Record{
-		MsgID: p.Msg.MsgID, ProjectID: sess.ProjectID, AppID: res.AppID, RoomID: res.RoomID,
-		Topic: res.Key, Pattern: pattern, Sender: sess.ActorTokenID, PayloadSize: size, Timestamp: now,
+		MsgID: p.Msg.MsgID, ProjectID: g.ProjectID, AppID: res.AppID, RoomID: res.RoomID,
+		Topic: res.Key, Pattern: pattern, Sender: g.ActorTokenID, PayloadSize: size, Timestamp: now,
 	})
 	if err != nil {
 		if ce := s.log.Check(zap.WarnLevel, "message store append failed"); ce != nil {
@@ -215,5 +215,5 @@ func (s *Server) record(sess *hub.Session, res acl.Resolution, pattern string, p
 // ack records `ack` / `batchAck` (protocol.md §6.4). Nothing is re-sent
 // either way (OQ-66).
 func (s *Server) ack(st *connState, ids ...string) {
-	_ = s.cfg.Store.Ack(context.Background(), st.c.Session().ActorTokenID, ids...)
+	_ = s.cfg.Store.Ack(context.Background(), grantOf(st.c.Session()).ActorTokenID, ids...)
 }

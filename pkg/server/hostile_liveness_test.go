@@ -1,0 +1,70 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+// Liveness under hostile peers (issue 7, item 4).
+
+// dialNonReader upgrades a connection whose receive buffer is set small
+// before connecting, so that a peer that never reads fills it at once.
+func dialNonReader(t *testing.T, s *Server) *testpeer.Peer {
+	t.Helper()
+	d := ws.Dialer{NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nd := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			var err error
+			_ = rc.Control(func(fd uintptr) {
+				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			})
+			return err
+		}}
+		return nd.DialContext(ctx, network, addr)
+	}}
+	conn, br, _, err := d.Dial(context.Background(), "ws://"+s.Addr().String()+"/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testpeer.New(t, conn, br)
+}
+
+func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
+	const bound = 64 << 10
+	s := start(t, func(c *Config) { c.Hub.OutboundMaxBytes = bound })
+	bystander := authed(t, s, "dev-token-bob")
+	subscribe(t, bystander, "demo/general/bystander")
+	flooder := dialNonReader(t, s)
+	flooder.Auth("dev-token-alice")
+
+	// Pings of the largest control payload, a thousand per write, never
+	// reading a pong.
+	ping := compiled(ws.NewPingFrame(bytes.Repeat([]byte{'p'}, 125)))
+	burst := bytes.Repeat(ping, 1000)
+	sent := 0
+	for s.Hub().Stats().SlowConsumers == 0 {
+		if sent >= 200_000 {
+			t.Fatalf("no slow consumer after %d pings (%d bytes of pongs owed)", sent, sent*127)
+		}
+		_ = flooder.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := flooder.Conn.Write(burst); err != nil {
+			break // the server already closed the socket
+		}
+		sent += 1000
+	}
+	t.Logf("closed as a slow consumer after about %d pings (%d KiB of pongs)", sent, sent*127>>10)
+	expectClosedBy(t, flooder.Conn, flooder.Conn, 10*time.Second)
+	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().SlowConsumers == 1 })
+
+	// Everyone else is served as before.
+	expectPong(t, bystander)
+	bystander.Send("type", "publish", "topic", "demo/general/bystander", "data", "still here")
+	bystander.ExpectFields("type", "message", "data", "still here")
+}
