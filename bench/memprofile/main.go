@@ -204,8 +204,8 @@ func report(before, after map[string]int64, n int) {
 // isClient reports allocations made by this program's clients (Go's net
 // package and gobwas's dialer), not by the broker.
 func isClient(site string) bool {
-	for _, p := range []string{"net.", "gobwas/ws.Dialer", "gobwas/ws.Dial", "main.dial", "bufio.NewReader", "main.run", "os.", "internal/poll"} {
-		if strings.HasPrefix(site, p) {
+	for _, p := range []string{"net.", "gobwas/ws.Dial", "main.dial", "bufio.NewReader", "main.run", "os.", "internal/poll"} {
+		if strings.HasPrefix(site, p) || strings.Contains(site, " < "+p) {
 			return true
 		}
 	}
