@@ -145,3 +145,28 @@ func TestHostileDataInALaterWriteAfterACloseFrameIsIgnored(t *testing.T) {
 		t.Fatalf("%d subscriptions after the close, want 0", n)
 	}
 }
+
+func TestHostileDeclaredLengthIsNotReservedBeforeItsBytesArrive(t *testing.T) {
+	const conns, declared = 64, 1_000_000 // under the 1 MiB cap
+	s := start(t, nil)
+	before := heapInUse()
+	for i := 0; i < conns; i++ {
+		p := testpeer.Dial(t, s.Addr().String()) // not even authenticated
+		// A ping, then the header of a large frame and 10 of its bytes, in
+		// one write: once the pong is back, the reader has kept the partial
+		// frame.
+		b := compiled(ws.NewPingFrame([]byte("still-there")))
+		b = append(b, rawHeader(0x82, declared)...)
+		p.SendRaw(append(b, make([]byte, 10)...))
+		if f := p.Expect(); f.OpCode != ws.OpPong {
+			t.Fatalf("expected the pong, got %s", f)
+		}
+	}
+	after := heapInUse()
+	t.Logf("heap before %d bytes, with %d partial frames %d bytes", before, conns, after)
+	// Reserving the declared length would take 64 MB.
+	if after > before && after-before > 8<<20 {
+		t.Fatalf("%d connections that each sent 24 bytes of a %d-byte frame grew the heap by %d bytes",
+			conns, declared, after-before)
+	}
+}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
+	"github.com/gobwas/ws"
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/NoLagApp/kraken/pkg/testpeer"
@@ -63,6 +65,16 @@ func TestHostileDeepMsgpackNestingBeforeAuthGetsBadRequest(t *testing.T) {
 	p.SendBinary(nestedArrays(100_000))
 	expectBadRequest(t, p, "nesting deeper than 32")
 	p.Auth("dev-token-alice")
+}
+
+func TestHostileDeepJSONNestingInATextFrameGetsInvalidJSON(t *testing.T) {
+	s := start(t, nil)
+	p := authed(t, s, "dev-token-alice")
+	deep := `{"type":"publish","topic":"demo/general/deep","data":` +
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`
+	p.SendFrame(ws.NewTextFrame([]byte(deep)))
+	p.ExpectFields("type", "error", "error", "invalid_json", "detail", "nesting deeper than 32")
+	expectPong(t, p)
 }
 
 func TestHostileMsgpackNestingAtTheBoundIsAccepted(t *testing.T) {

@@ -40,11 +40,11 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.partial = nil
 	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*max(int(st.need), len(rest)):
 		// Do not keep a large buffer for a small remainder.
-		st.partial = append(make([]byte, 0, max(int(st.need), len(rest))), rest...)
+		st.partial = append(make([]byte, 0, partialCap(len(rest), int(st.need))), rest...)
 	case fromPartial:
 		st.partial = append(st.partial[:0], rest...)
 	case len(rest) > 0:
-		st.partial = append(make([]byte, 0, max(int(st.need), len(rest))), rest...)
+		st.partial = append(make([]byte, 0, partialCap(len(rest), int(st.need))), rest...)
 	}
 	if !fromPartial {
 		_ = r.Skip(n)
@@ -63,6 +63,15 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 // partialKeep is the partial-buffer capacity kept across frames without
 // reallocating.
 const partialKeep = 4096
+
+// partialCap is the capacity of a new partial buffer holding rest bytes whose
+// first frame needs need bytes in total: enough for that frame, but never
+// more than partialKeep or twice rest, whichever is larger. A declared length
+// is thus never reserved before its bytes come (a bare header costs at most
+// partialKeep bytes); append grows the buffer as the payload arrives.
+func partialCap(rest, need int) int {
+	return max(rest, min(need, max(2*rest, partialKeep)))
+}
 
 // process handles every complete request or frame at the start of buf and
 // returns the number of bytes used. It stops at the first incomplete one.
