@@ -124,8 +124,8 @@ func TestRetainedStore(t *testing.T) {
 	rs.update(&Publication{Key: "app/a/b", ClearRetained: true}, 10, 100)
 	rs.update(&Publication{Key: "app/x"}, 10, 100)
 	rs.update(&Publication{Key: "app/y"}, 10, 100) // over max: one entry evicted
-	if len(rs.m) != 2 {
-		t.Fatalf("entries = %d, want the bound 2", len(rs.m))
+	if rs.n != 2 || len(rs.m) != 2 {
+		t.Fatalf("entries = %d in %d keys, want the bound 2", rs.n, len(rs.m))
 	}
 	rs.sweep(1000)
 	if rs.m != nil {

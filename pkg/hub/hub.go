@@ -18,8 +18,9 @@ type Config struct {
 	// OutboundMaxBytes bounds each connection's queued outbound bytes; a
 	// connection over it is closed as a slow consumer (1008). 0 means 4 MiB.
 	OutboundMaxBytes int
-	// MaxPendingPublications bounds each worker's queued publications before
-	// publishers wait; 0 means 65536.
+	// MaxPendingPublications is the number of queued publications at which
+	// a worker counts as behind and Hub.Busy refuses new ones; 0 means
+	// 65536.
 	MaxPendingPublications int
 	// MaxSubscriptions caps the subscriptions of one connection; 0 means 1000.
 	MaxSubscriptions int
@@ -40,7 +41,8 @@ type Config struct {
 	OnClose func(c *Conn)
 	// RetainTTL is the lifetime of a retained message; 0 means 1 h
 	// (RETAIN_TTL_SECONDS, OQ-15). MaxRetained bounds the retained topics;
-	// 0 means 100000, beyond which the oldest expired (else any) entry goes.
+	// 0 means 100000, beyond which an expired entry (else an arbitrary one)
+	// is dropped.
 	RetainTTL   time.Duration
 	MaxRetained int
 	// Tick is the sweep period; 0 means 1 s.
@@ -183,9 +185,23 @@ func (h *Hub) Run(c *Conn, fn func(*Conn)) {
 	c.w.post(op{kind: opRun, c: c, fn: fn})
 }
 
-// Publish fans p out on every worker. The caller must not modify p
-// afterwards. It waits only when the workers are saturated
-// (Config.MaxPendingPublications).
+// Busy reports whether some worker has Config.MaxPendingPublications
+// publications queued. The reactor refuses publishes while it is (42910), so
+// a publisher faster than the workers is told to slow down and no queue, in
+// the hub or in the event loop's input buffers, grows without bound. Checked
+// before Publish, the bound is soft by at most one publication per
+// concurrent publisher.
+func (h *Hub) Busy() bool {
+	for _, w := range h.workers {
+		if w.in.full() {
+			return true
+		}
+	}
+	return false
+}
+
+// Publish fans p out on every worker without waiting. The caller must not
+// modify p afterwards; check Busy first.
 func (h *Hub) Publish(p *Publication) {
 	h.stats.pubs.Add(1)
 	for _, w := range h.workers {

@@ -36,13 +36,12 @@ type op struct {
 	fn      func(*Conn)
 }
 
-// inbox is a worker's queue. Producers never block on control operations
-// (register, close, subscribe...). Publications wait while the queue holds
-// more than maxPending of them, which pushes back on publishers (and through
-// their sockets, on the publishing clients) instead of growing without bound.
+// inbox is a worker's queue. Producers never block. Publications are
+// counted so the hub can refuse new ones while a worker is behind (see
+// Hub.Busy); control operations (register, close, subscribe...) are always
+// taken.
 type inbox struct {
 	mu       sync.Mutex
-	notFull  sync.Cond
 	ops      []op
 	pubs     int // publications queued
 	retry    []*Conn
@@ -52,22 +51,24 @@ type inbox struct {
 }
 
 func newInbox(maxPending int) *inbox {
-	in := &inbox{signal: make(chan struct{}, 1), max: maxPending}
-	in.notFull.L = &in.mu
-	return in
+	return &inbox{signal: make(chan struct{}, 1), max: maxPending}
 }
 
 func (in *inbox) push(o op) {
 	in.mu.Lock()
 	if o.kind == opPublish {
-		for in.pubs >= in.max && !in.shutdown {
-			in.notFull.Wait()
-		}
 		in.pubs++
 	}
 	in.ops = append(in.ops, o)
 	in.mu.Unlock()
 	in.wake()
+}
+
+// full reports whether the queue holds its maximum of publications.
+func (in *inbox) full() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.pubs >= in.max
 }
 
 func (in *inbox) wake() {
@@ -83,10 +84,7 @@ func (in *inbox) take(spare []op) []op {
 	in.mu.Lock()
 	ops := in.ops
 	in.ops = spare[:0]
-	if in.pubs > 0 {
-		in.pubs = 0
-		in.notFull.Broadcast()
-	}
+	in.pubs = 0
 	in.mu.Unlock()
 	return ops
 }
@@ -109,6 +107,5 @@ func (in *inbox) takeRetry(spare []*Conn) []*Conn {
 func (in *inbox) close() {
 	in.mu.Lock()
 	in.shutdown = true
-	in.notFull.Broadcast()
 	in.mu.Unlock()
 }

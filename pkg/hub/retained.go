@@ -9,61 +9,83 @@ type retainedEntry struct {
 	expires int64 // unix ns
 }
 
-// retainedStore is a worker's copy of the retained messages. Each worker
-// updates its copy while it fans the publication out, so a subscription made
-// on that worker sees either the live message or the retained one, never
-// both and never neither. Entries point at the shared Publication, so a copy
-// costs one map entry. Owned by the worker; no locks.
+// retainedStore is a worker's copy of the retained messages, indexed by
+// routing key and then by filter, so a subscription to an exact topic looks
+// up its own entries and only a wildcard subscription scans the keys. Each
+// worker updates its copy while it fans the retained publication out, so a
+// subscription made on that worker sees either the live message or the
+// retained one, never both and never neither. Entries point at the shared
+// Publication, so a copy costs one map entry. Owned by the worker; no locks.
 type retainedStore struct {
-	m   map[string]retainedEntry
+	m   map[string]map[string]retainedEntry // key -> filter -> entry
+	n   int                                 // entries
 	max int
-}
-
-func retainedKey(key, filter string) string {
-	if filter == "" {
-		return key
-	}
-	return key + "\x00" + filter
 }
 
 // update stores p, or clears its topic when p carries nil data (OQ-15).
 func (rs *retainedStore) update(p *Publication, now, ttl int64) {
-	k := retainedKey(p.Key, p.Filter)
+	byFilter := rs.m[p.Key]
 	if p.ClearRetained {
-		delete(rs.m, k)
+		if _, ok := byFilter[p.Filter]; ok {
+			rs.delete(p.Key, p.Filter)
+		}
 		return
 	}
-	if rs.m == nil {
-		rs.m = make(map[string]retainedEntry)
+	if _, ok := byFilter[p.Filter]; !ok {
+		if rs.n >= rs.max {
+			rs.evictOne(now)
+		}
+		if rs.m == nil {
+			rs.m = make(map[string]map[string]retainedEntry)
+		}
+		if byFilter = rs.m[p.Key]; byFilter == nil {
+			byFilter = make(map[string]retainedEntry, 1)
+			rs.m[p.Key] = byFilter
+		}
+		rs.n++
 	}
-	if _, ok := rs.m[k]; !ok && len(rs.m) >= rs.max {
-		rs.evictOne(now)
-	}
-	rs.m[k] = retainedEntry{pub: p, expires: now + ttl}
+	byFilter[p.Filter] = retainedEntry{pub: p, expires: now + ttl}
 }
 
-// evictOne drops an expired entry if there is one, else an arbitrary one.
+func (rs *retainedStore) delete(key, filter string) {
+	byFilter := rs.m[key]
+	delete(byFilter, filter)
+	rs.n--
+	if len(byFilter) == 0 {
+		delete(rs.m, key)
+	}
+}
+
+// evictOne drops an expired entry if it finds one, else an arbitrary one.
 func (rs *retainedStore) evictOne(now int64) {
-	for k, e := range rs.m {
-		if e.expires <= now {
-			delete(rs.m, k)
-			return
+	var anyKey, anyFilter string
+	found := false
+	for k, byFilter := range rs.m {
+		for f, e := range byFilter {
+			if e.expires <= now {
+				rs.delete(k, f)
+				return
+			}
+			if !found {
+				anyKey, anyFilter, found = k, f, true
+			}
 		}
 	}
-	for k := range rs.m {
-		delete(rs.m, k)
-		return
+	if found {
+		rs.delete(anyKey, anyFilter)
 	}
 }
 
 // sweep removes expired entries so they really leave memory.
 func (rs *retainedStore) sweep(now int64) {
-	for k, e := range rs.m {
-		if e.expires <= now {
-			delete(rs.m, k)
+	for k, byFilter := range rs.m {
+		for f, e := range byFilter {
+			if e.expires <= now {
+				rs.delete(k, f)
+			}
 		}
 	}
-	if len(rs.m) == 0 {
+	if rs.n == 0 {
 		rs.m = nil
 	}
 }
@@ -71,24 +93,32 @@ func (rs *retainedStore) sweep(now int64) {
 // match calls fn for every live retained publication that a subscription
 // with this key and filters would have received.
 func (rs *retainedStore) match(key string, wildcard bool, filters []string, now int64, fn func(*Publication)) {
-	if len(rs.m) == 0 {
+	if rs.n == 0 {
 		return
 	}
-	if !wildcard && filters != nil {
+	if !wildcard {
+		rs.matchKey(rs.m[key], filters, now, fn)
+		return
+	}
+	for k, byFilter := range rs.m {
+		if topic.Match(key, k) {
+			rs.matchKey(byFilter, filters, now, fn)
+		}
+	}
+}
+
+func (rs *retainedStore) matchKey(byFilter map[string]retainedEntry, filters []string, now int64, fn func(*Publication)) {
+	if filters != nil {
 		for _, f := range filters {
-			if e, ok := rs.m[retainedKey(key, f)]; ok && e.expires > now {
+			if e, ok := byFilter[f]; ok && e.expires > now {
 				fn(e.pub)
 			}
 		}
 		return
 	}
-	for _, e := range rs.m {
-		p := e.pub
-		if e.expires <= now || !acceptsFilter(filters, p.Filter) {
-			continue
-		}
-		if (!wildcard && p.Key == key) || (wildcard && topic.Match(key, p.Key)) {
-			fn(p)
+	for _, e := range byFilter {
+		if e.expires > now {
+			fn(e.pub)
 		}
 	}
 }

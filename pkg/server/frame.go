@@ -136,7 +136,7 @@ func (s *Server) onClose(st *connState, p []byte) {
 			s.closeProtocol(st, ws.StatusInvalidFramePayloadData, "close reason is not UTF-8")
 			return
 		}
-		if err := ws.CheckCloseFrameData(code, ""); err != nil {
+		if !validCloseCode(code) {
 			s.closeProtocol(st, ws.StatusProtocolError, "invalid close code")
 			return
 		}
@@ -153,4 +153,18 @@ func (s *Server) closeProtocol(st *connState, code ws.StatusCode, reason string)
 	st.write(wsframe.Close(code, reason))
 	st.closing = true
 	st.frag = nil
+}
+
+// validCloseCode reports whether a peer may send code in a close frame (RFC
+// 6455 §7.4): the defined codes 1000–1003 and 1007–1011, the IANA-registered
+// 1012–1014, and the application range 3000–4999. 1004–1006 and 1015 must
+// never be sent, 1016–2999 are reserved, and anything from 5000 on is
+// invalid.
+func validCloseCode(code ws.StatusCode) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	default:
+		return code >= 3000 && code <= 4999
+	}
 }

@@ -170,3 +170,26 @@ func TestHostileDeclaredLengthIsNotReservedBeforeItsBytesArrive(t *testing.T) {
 			conns, declared, after-before)
 	}
 }
+
+// TestCloseCodesFollowRFC6455Registry checks which close codes a peer may
+// send (RFC 6455 §7.4): registered and application codes are echoed, the
+// reserved and out-of-range ones are a protocol error.
+func TestCloseCodesFollowRFC6455Registry(t *testing.T) {
+	s := start(t, nil)
+	tests := []struct {
+		give ws.StatusCode
+		want ws.StatusCode
+	}{
+		{1000, 1000}, {1001, 1001}, {1003, 1003}, {1007, 1007}, {1011, 1011},
+		{1012, 1012}, {1013, 1013}, {1014, 1014}, {3000, 3000}, {4999, 4999},
+		{999, 1002}, {1004, 1002}, {1005, 1002}, {1006, 1002}, {1015, 1002},
+		{1016, 1002}, {2999, 1002}, {5000, 1002}, {65535, 1002},
+	}
+	for _, tt := range tests {
+		p := testpeer.Dial(t, s.Addr().String())
+		p.SendFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(tt.give, "")))
+		if code, _ := p.ExpectClose(); code != tt.want {
+			t.Errorf("close code %d answered with %d, want %d", tt.give, code, tt.want)
+		}
+	}
+}

@@ -147,6 +147,10 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		fail(&wire.Error{Code: wire.CodeInvalidFilter, Err: wire.ErrInvalidFilter, Detail: detail})
 		return
 	}
+	if s.hub.Busy() {
+		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded, Detail: detailBusy})
+		return
+	}
 	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo,
 		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0}
 	p.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
@@ -165,6 +169,10 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 }
 
 var msgpackNil = []byte{0xc0}
+
+// detailBusy is the detail of the 42910 error when the workers are behind.
+const detailBusy = "the broker is busy: retry later"
+
 
 // unknownTopic sends the error for a topic outside the grants: 42940
 // unknown_topic for v2, not_authorized with the same code for v1 (D-3,

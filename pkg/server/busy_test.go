@@ -1,0 +1,40 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// TestPublishWhileWorkersAreBehindIsRefused checks the backpressure policy:
+// while a worker has MaxPendingPublications queued, a publish gets 42910
+// with a detail instead of queueing (or waiting) without bound, and
+// publishing works again once the worker catches up.
+func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
+	s := start(t, func(c *Config) {
+		c.RateLimit = 1000
+		c.Hub.MaxPendingPublications = 1
+		c.Hub.Workers = 1
+	})
+	bob := authed(t, s, "dev-token-bob")
+	subscribe(t, bob, "demo/general/busy")
+	alice := authed(t, s, "dev-token-alice")
+
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	// Hold the only worker so publications pile up behind it.
+	s.Hub().RunShared(func(hub.Writer) { close(blocked); <-release })
+	<-blocked
+	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 1, "msgRef", "a")
+	alice.ExpectFields("type", "published", "msgRef", "a")
+	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 2, "msgRef", "b")
+	alice.ExpectFields("type", "error", "code", 42910, "error", "rate_limit_exceeded", "detail", detailBusy, "msgRef", "b")
+	close(release)
+
+	bob.ExpectFields("type", "message", "data", 1)
+	waitFor(t, 5*time.Second, func() bool { return !s.Hub().Busy() })
+	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 3, "msgRef", "c")
+	alice.ExpectFields("type", "published", "msgRef", "c")
+	bob.ExpectFields("type", "message", "data", 3)
+}
