@@ -173,7 +173,6 @@ var msgpackNil = []byte{0xc0}
 // detailBusy is the detail of the 42910 error when the workers are behind.
 const detailBusy = "the broker is busy: retry later"
 
-
 // unknownTopic sends the error for a topic outside the grants: 42940
 // unknown_topic for v2, not_authorized with the same code for v1 (D-3,
 // OQ-25).
