@@ -55,6 +55,7 @@ func run(n int) error {
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 	addr := srv.Addr().String()
 	before := snapshot()
+	goroutinesBefore := runtime.NumGoroutine()
 	conns := make([]net.Conn, 0, n)
 	for i := 0; i < n; i++ {
 		c, err := dial(addr, i)
@@ -86,6 +87,10 @@ func run(n int) error {
 		return fmt.Errorf("the broker holds %d connections, want %d", got, n+1)
 	}
 	report(before, after, n)
+	// The client side holds no goroutine per connection either: its
+	// connections are only read above, from this goroutine.
+	fmt.Printf("goroutines: %d before the connections, %d with %d idle connections open\n",
+		goroutinesBefore, runtime.NumGoroutine(), n+1)
 	runtime.KeepAlive(conns)
 	runtime.KeepAlive(pub)
 	return nil
