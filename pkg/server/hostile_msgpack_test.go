@@ -296,3 +296,17 @@ func TestHostileWrongFieldTypesGetBadRequestOrTheDocumentedFallback(t *testing.T
 		})
 	}
 }
+
+// TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule checks protocol.md
+// §1.3 for text frames: well-formed JSON that is not an object gets
+// not_authenticated before auth and is ignored after, like MessagePack.
+func TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule(t *testing.T) {
+	s := start(t, nil)
+	p := testpeer.Dial(t, s.Addr().String())
+	p.SendFrame(ws.NewTextFrame([]byte(`[1,2,3]`)))
+	p.ExpectFields("type", "error", "error", "not_authenticated")
+	p.Auth("dev-token-bob")
+	p.SendFrame(ws.NewTextFrame([]byte(`"just a string"`)))
+	p.SendFrame(ws.NewTextFrame([]byte(`{"type":"subscribe","topic":7}`)))
+	p.ExpectFields("type", "error", "error", "bad_request")
+}

@@ -6,12 +6,23 @@ import (
 	"time"
 
 	"github.com/cloudwego/netpoll"
+	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
-// onRequest consumes everything netpoll has buffered for the connection. It
-// never waits for more bytes (see the package doc).
+// readChunk is the most input one onRequest call takes; netpoll calls again
+// while input remains, so a large backlog is worked through in bounded
+// steps and the backlog check below runs between them.
+const readChunk = 256 << 10
+
+// onRequest consumes what netpoll has buffered for the connection, up to
+// readChunk bytes. It never waits for more bytes (see the package doc).
+//
+// netpoll keeps reading a socket into memory whatever its handler does, so
+// a client sending faster than its frames can be processed would grow that
+// buffer without bound: a connection whose unprocessed input passes
+// Config.MaxInputBacklog is closed with 1008 input_overflow.
 func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	st, _ := ctx.(*connState)
 	r := nc.Reader()
@@ -21,6 +32,16 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		_ = r.Release()
 		return nil
 	}
+	if n > s.cfg.MaxInputBacklog {
+		s.closeProtocol(st, ws.StatusPolicyViolation, "input_overflow")
+		_ = r.Skip(n)
+		_ = r.Release()
+		st.partial, st.wrote = nil, false
+		st.c.Flush()
+		_ = nc.Close()
+		return nil
+	}
+	n = min(n, readChunk)
 	st.c.Touch(time.Now().UnixNano())
 	var buf []byte
 	fromPartial := len(st.partial) > 0

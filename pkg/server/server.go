@@ -51,6 +51,11 @@ type Config struct {
 	MaxAuthFailures int
 	// MaxHeaderBytes bounds the HTTP upgrade request; 0 means 8 KiB.
 	MaxHeaderBytes int
+	// MaxInputBacklog bounds a connection's received but unprocessed bytes;
+	// a connection over it (a client sending faster than its frames can be
+	// handled) is closed with 1008 input_overflow. 0 means 4 × MaxFrameSize,
+	// at least 4 MiB.
+	MaxInputBacklog int
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
 }
@@ -77,6 +82,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = 8 << 10
+	}
+	if c.MaxInputBacklog <= 0 {
+		c.MaxInputBacklog = max(4*c.MaxFrameSize, 4<<20)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -110,7 +118,7 @@ var netpollOnce sync.Once
 func tuneNetpoll() {
 	netpollOnce.Do(func() {
 		netpoll.LinkBufferCap = 512
-		_ = netpoll.Configure(netpoll.Config{BufferSize: 512})
+		_ = netpoll.Configure(netpoll.Config{BufferSize: 512, LoggerOutput: &netpollLogger})
 	})
 }
 
@@ -135,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 
 // Start listens on cfg.Addr and serves in the background.
 func (s *Server) Start() error {
+	netpollLogger.log.Store(s.cfg.Logger.Named("netpoll"))
 	tuneNetpoll()
 	ln, err := netpoll.CreateListener("tcp", s.cfg.Addr)
 	if err != nil {

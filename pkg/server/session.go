@@ -35,11 +35,12 @@ func (s *Server) onMessage(st *connState, op ws.OpCode, payload []byte) {
 			s.closeProtocol(st, ws.StatusInvalidFramePayloadData, "text frame is not UTF-8")
 			return
 		}
-		_, err = wire.DecodeJSON(payload, cmd, nil)
-		if err != nil {
-			s.sendError(st, &wire.Error{Err: wire.ErrInvalidJSON, Detail: errDetail(err)})
+		converted, cerr := wire.ConvertJSON(nil, payload)
+		if cerr != nil {
+			s.sendError(st, &wire.Error{Err: wire.ErrInvalidJSON, Detail: errDetail(cerr)})
 			return
 		}
+		err = wire.Decode(converted, cmd)
 	} else {
 		err = wire.Decode(payload, cmd)
 	}

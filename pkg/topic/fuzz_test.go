@@ -74,7 +74,7 @@ func FuzzValidate(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	known := []error{nil, ErrEmpty, ErrTooLong, ErrTooManyLevels, ErrBadWildcard, ErrWildcardInPublish, ErrNullByte}
+	known := []error{nil, ErrEmpty, ErrTooLong, ErrTooManyLevels, ErrBadWildcard, ErrWildcardInPublish, ErrNullByte, ErrNotUTF8}
 	f.Fuzz(func(t *testing.T, s string) {
 		sub, pub := ValidateSubscribe(s), ValidatePublish(s)
 		if !slices.Contains(known, sub) || !slices.Contains(known, pub) || errors.Is(sub, ErrWildcardInPublish) {

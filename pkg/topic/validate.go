@@ -3,6 +3,7 @@ package topic
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxTopicBytes is the default bound, in bytes, on the length of a topic or
@@ -30,10 +31,15 @@ var (
 	ErrWildcardInPublish = errors.New("topic: wildcard in publish topic")
 	// ErrNullByte reports a U+0000 character (MQTT 3.1.1 §4.7.3).
 	ErrNullByte = errors.New("topic: null byte in topic")
+	// ErrNotUTF8 reports a topic that is not valid UTF-8: topics travel back
+	// to clients as MessagePack str values, which must be UTF-8 (protocol.md
+	// §1.6; MQTT 3.1.1 §1.5.3).
+	ErrNotUTF8 = errors.New("topic: topic is not valid UTF-8")
 )
 
 // ValidateSubscribe checks a subscribe pattern: it must be non-empty (ErrEmpty),
-// at most MaxTopicBytes bytes (ErrTooLong), free of U+0000 (ErrNullByte), at
+// at most MaxTopicBytes bytes (ErrTooLong), free of U+0000 (ErrNullByte),
+// valid UTF-8 (ErrNotUTF8), at
 // most MaxTopicLevels levels (ErrTooManyLevels), and use '+' and '#' only as a
 // whole level, with '#' only as the last level (ErrBadWildcard). These are the
 // MQTT 3.1.1 §4.7 rules adopted by D-2. The first failing check, in that
@@ -58,7 +64,8 @@ func ValidateSubscribe(pattern string) error {
 }
 
 // ValidatePublish checks a publish topic against the bounds of
-// ValidateSubscribe (ErrEmpty, ErrTooLong, ErrNullByte, ErrTooManyLevels) and
+// ValidateSubscribe (ErrEmpty, ErrTooLong, ErrNullByte, ErrNotUTF8,
+// ErrTooManyLevels) and
 // rejects any '+' or '#' character, anywhere, with ErrWildcardInPublish (D-2
 // rejects wildcards in publish topics).
 func ValidatePublish(topic string) error {
@@ -95,6 +102,8 @@ func checkBounds(s string) error {
 		return ErrTooLong
 	case strings.IndexByte(s, 0) >= 0:
 		return ErrNullByte
+	case !utf8.ValidString(s):
+		return ErrNotUTF8
 	case strings.Count(s, "/")+1 > MaxTopicLevels:
 		return ErrTooManyLevels
 	}

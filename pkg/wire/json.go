@@ -32,12 +32,25 @@ import (
 // Decode's.
 func DecodeJSON(text []byte, c *Command, scratch []byte) ([]byte, error) {
 	start := len(scratch)
-	out, err := appendJSON(scratch, text)
+	out, err := ConvertJSON(scratch, text)
 	if err != nil {
 		c.resetWithDefaults()
-		return out[:start], err
+		return out, err
 	}
 	return out, Decode(out[start:], c)
+}
+
+// ConvertJSON appends the MessagePack form of the single JSON value in text
+// to scratch (the conversion step of DecodeJSON, OQ-45). Invalid JSON, or
+// nesting deeper than MaxDepth, is a *DecodeError and leaves scratch as it
+// was.
+func ConvertJSON(scratch, text []byte) ([]byte, error) {
+	start := len(scratch)
+	out, err := appendJSON(scratch, text)
+	if err != nil {
+		return out[:start], err
+	}
+	return out, nil
 }
 
 // container is an open JSON object or array during conversion: where its

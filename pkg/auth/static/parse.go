@@ -86,7 +86,7 @@ func (d entryDecoder) grant(raw json.RawMessage) *auth.Grant {
 	}
 	actor := d.str(m, "actorTokenId")
 	if actor == "" {
-		d.warn("no actorTokenId string; the token is refused (OQ-29)")
+		d.warn("no actorTokenId string; the token is refused")
 		return nil
 	}
 	g := &auth.Grant{
