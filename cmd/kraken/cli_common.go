@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/client"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Exit code of a command-line client whose arguments are wrong; a refused
@@ -152,4 +155,22 @@ func cliFail(stderr io.Writer, cmd string, err error) int {
 func cliUsage(stderr io.Writer, fs *flag.FlagSet, cmd string, err error) int {
 	fmt.Fprintf(stderr, "kraken %s: %v\nrun '%s -h' for usage\n", cmd, err, fs.Name())
 	return exitUsage
+}
+
+// printable makes a string from the network safe for a terminal: control
+// characters (an escape sequence could recolour the screen or retitle the
+// window) and invalid UTF-8 are shown as Go escapes, everything else as is.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

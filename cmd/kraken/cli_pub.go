@@ -110,9 +110,9 @@ func runPubWithInput(args []string, lookup func(string) (string, bool), stdin io
 	}
 	if !*quiet {
 		if sent == 1 {
-			fmt.Fprintf(stdout, "published to %s\n", topic)
+			fmt.Fprintf(stdout, "published to %s\n", printable(topic))
 		} else {
-			fmt.Fprintf(stdout, "published %d messages to %s in %s\n", sent, topic, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(stdout, "published %d messages to %s in %s\n", sent, printable(topic), time.Since(start).Round(time.Millisecond))
 		}
 	}
 	if sent < *count {

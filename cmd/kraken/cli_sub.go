@@ -115,7 +115,7 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 			}
 			return cliFail(stderr, "sub", requestError("subscribe to", topic, err))
 		}
-		say("kraken sub: subscribed to %s", topic)
+		say("kraken sub: subscribed to %s", printable(topic))
 	}
 	<-ctx.Done()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -174,5 +174,5 @@ func (p *subPrinter) print(data client.Data, meta client.Meta) {
 	if meta.Filter != "" {
 		extra = " [filter " + meta.Filter + "]"
 	}
-	fmt.Fprintf(p.w, "[%s] %s %s%s: %s\n", ts.Local().Format("15:04:05.000"), topic, sender, extra, js)
+	fmt.Fprintf(p.w, "[%s] %s %s%s: %s\n", ts.Local().Format("15:04:05.000"), printable(topic), printable(sender), printable(extra), printable(string(js)))
 }

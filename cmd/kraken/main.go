@@ -35,9 +35,12 @@ func main() {
 func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
-		case "version":
+		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, "kraken", version)
 			return exitOK
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(stderr, commandsUsage)
+			args = []string{"-h"}
 		case "print-env":
 			printEnv(stdout)
 			return exitOK
@@ -69,6 +72,16 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	defer stop()
 	return serve(ctx, cfg, log, stderr)
 }
+
+// commandsUsage is printed before the settings table by `kraken -h`.
+const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the default)
+       kraken pub TOPIC DATA      publish one message (kraken pub -h)
+       kraken sub TOPIC...        print the messages of topics (kraken sub -h)
+       kraken presence ROOM       show who is in a room (kraken presence -h)
+       kraken print-env           print every setting with its default, as NAME=value
+       kraken version             print the version
+
+`
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tinylib/msgp/msgp"
@@ -76,7 +77,8 @@ func (d Data) Decode(v any) error {
 
 // MarshalJSON renders d as JSON: map keys in their encoded order, bin as a
 // UTF-8 string when it is valid UTF-8 and base64 otherwise, NaN and
-// infinities as null, extension values as {"extType":N,"data":"<base64>"}.
+// infinities as null, timestamps (extension -1) as RFC 3339 strings, other
+// extension values as {"extType":N,"data":"<base64>"}.
 func (d Data) MarshalJSON() ([]byte, error) {
 	if len(d) == 0 {
 		return []byte("null"), nil
@@ -208,8 +210,17 @@ func writeJSON(w *bytes.Buffer, b []byte, depth int) ([]byte, error) {
 		}
 		w.WriteString("null")
 		return rest, nil
-	default: // extension types, including timestamps
-		var ext msgp.RawExtension
+	default: // extension types
+		typ, ok := extType(b)
+		if ok && typ == -1 { // the timestamp, what a JavaScript Date becomes
+			t, rest, err := msgp.ReadTimeBytes(b)
+			if err != nil {
+				return b, err
+			}
+			writeJSONString(w, []byte(t.UTC().Format(time.RFC3339Nano)))
+			return rest, nil
+		}
+		ext := msgp.RawExtension{Type: typ}
 		rest, err := msgp.ReadExtensionBytes(b, &ext)
 		if err != nil {
 			return b, err
@@ -364,4 +375,29 @@ func appendJSONValue(out []byte, dec *json.Decoder, depth int) ([]byte, error) {
 	default: // nil
 		return msgp.AppendNil(out), nil
 	}
+}
+
+// extType returns the type byte of the MessagePack extension at the start
+// of b (fixext 1–16, ext 8/16/32).
+func extType(b []byte) (int8, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	at := 0
+	switch {
+	case b[0] >= 0xd4 && b[0] <= 0xd8:
+		at = 1
+	case b[0] == 0xc7:
+		at = 2
+	case b[0] == 0xc8:
+		at = 3
+	case b[0] == 0xc9:
+		at = 5
+	default:
+		return 0, false
+	}
+	if len(b) <= at {
+		return 0, false
+	}
+	return int8(b[at]), true
 }

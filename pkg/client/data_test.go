@@ -119,3 +119,16 @@ func TestDataDecode(t *testing.T) {
 		t.Errorf("invalid msgpack rendered as %s", got)
 	}
 }
+
+// TestDataRendersTimestampExtension: a MessagePack timestamp (extension -1,
+// what a JavaScript Date encodes to) renders as an RFC 3339 string.
+func TestDataRendersTimestampExtension(t *testing.T) {
+	d := client.Data{0xd6, 0xff, 0x60, 0x00, 0x00, 0x00} // 32-bit seconds 0x60000000
+	js, err := d.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"2021-01-14T08:25:36Z"`; string(js) != want {
+		t.Fatalf("rendered %s, want %s", js, want)
+	}
+}

@@ -28,7 +28,7 @@ type Config struct {
 	// protocol.md §4.1). The container sets /app/examples/auth.json.
 	AuthFile string
 	// AuthAllowAll accepts any token with full access (AUTH_ALLOW_ALL, false;
-	// protocol.md §4.1). Insecure; only "true" enables it.
+	// protocol.md §4.1). Insecure; "true" or "false".
 	AuthAllowAll bool
 	// BrokerBackend selects the broker (BROKER_BACKEND, "local"; "syn" is an
 	// alias of "local").
@@ -36,8 +36,9 @@ type Config struct {
 	// StoreBackend selects the message store (STORE_BACKEND, "memory"; "ets"
 	// is an alias of "memory"; "noop" records nothing).
 	StoreBackend string
-	// RecordMessages switches message recording (RECORD_MESSAGES, true; only
-	// "true" is true, protocol.md §9, §6.4).
+	// RecordMessages switches message recording (RECORD_MESSAGES, true):
+	// msgId and requiresAck on every message, and the message store
+	// (protocol.md §6.4).
 	RecordMessages bool
 	// MaxMessageSize is the default per-token message size limit in bytes
 	// (MAX_MESSAGE_SIZE, 921600). Larger values are capped at 921600 (OQ-7).

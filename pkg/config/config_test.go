@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -148,33 +149,39 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	}
 }
 
-func TestBoolsAreTrueOnlyForTrue(t *testing.T) {
+func TestBoolsTakeOnlyTrueOrFalse(t *testing.T) {
 	tests := []struct {
-		give string
-		want bool
+		give    string
+		want    bool
+		wantErr bool
 	}{
 		{give: "true", want: true},
-		{give: "TRUE"},
-		{give: "True"},
-		{give: "1"},
-		{give: "yes"},
-		{give: "on"},
-		{give: " true"},
 		{give: "false"},
-		{give: "0"},
+		{give: "TRUE", wantErr: true},
+		{give: "True", wantErr: true},
+		{give: "1", wantErr: true},
+		{give: "yes", wantErr: true},
+		{give: "on", wantErr: true},
+		{give: " true", wantErr: true},
+		{give: "0", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			c, err := Load(nil, env("AUTH_ALLOW_ALL", tt.give, "RECORD_MESSAGES", tt.give), nil)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "AUTH_ALLOW_ALL") || !strings.Contains(err.Error(), "RECORD_MESSAGES") {
+					t.Fatalf("err = %v, want both variables reported", err)
+				}
+				if _, err := Load([]string{"--auth-allow-all=" + tt.give}, env(), nil); err == nil {
+					t.Fatalf("--auth-allow-all=%s accepted", tt.give)
+				}
+				return
+			}
 			if err != nil {
-				t.Fatalf("err = %v, want nil: any value is accepted", err)
+				t.Fatal(err)
 			}
 			if c.AuthAllowAll != tt.want || c.RecordMessages != tt.want {
 				t.Fatalf("AUTH_ALLOW_ALL=%v RECORD_MESSAGES=%v, want both %v", c.AuthAllowAll, c.RecordMessages, tt.want)
-			}
-			c, _ = Load([]string{"--auth-allow-all=" + tt.give}, env(), nil)
-			if c.AuthAllowAll != tt.want {
-				t.Fatalf("--auth-allow-all=%q gave %v, want %v", tt.give, c.AuthAllowAll, tt.want)
 			}
 		})
 	}

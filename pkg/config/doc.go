@@ -12,9 +12,10 @@
 // variable or flag and the bad value, and all of them are joined with
 // errors.Join. Each matches ErrInvalid under errors.Is.
 //
-// Boolean settings follow protocol.md §9: only the exact string "true" turns
-// them on; any other value turns them off without an error. As flags they
-// may be given bare (--auth-allow-all) or with a value (--auth-allow-all=false).
+// Boolean settings take exactly "true" or "false"; anything else is an
+// invalid value (the original broker silently read it as false, protocol.md
+// §9). As flags they may be given bare (--auth-allow-all) or with a value
+// (--auth-allow-all=false).
 //
 // # Concurrency
 //

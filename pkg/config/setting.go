@@ -139,11 +139,21 @@ func stringSetting(env, def, help string, field func(*Config) *string, emptyIsDe
 	return s
 }
 
-// boolSetting is on only for the exact string "true" (protocol.md §9).
+// boolSetting takes exactly "true" or "false". The original broker counted
+// any value but "true" as off (protocol.md §9); here any other value is an
+// error, so RECORD_MESSAGES=1 or TRUE is reported instead of silently
+// switching the setting off.
 func boolSetting(env, def, help string, field func(*Config) *bool) setting {
 	s := newSetting(env, def, help)
 	s.set = func(c *Config, v string) error {
-		*field(c) = v == "true"
+		switch v {
+		case "true":
+			*field(c) = true
+		case "false":
+			*field(c) = false
+		default:
+			return errors.New("must be true or false")
+		}
 		return nil
 	}
 	s.isBool = true

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,9 +62,9 @@ func run(url, token, name string) error {
 			_ = e.Presence.Decode(&m)
 			switch e.Event {
 			case "join":
-				fmt.Printf("* %s joined\n", or(m.Name, e.ActorTokenID))
+				fmt.Printf("* %s joined\n", shown(m.Name, e.ActorTokenID))
 			case "leave":
-				fmt.Printf("* %s left\n", e.ActorTokenID)
+				fmt.Printf("* %s left\n", safe(e.ActorTokenID))
 			}
 		},
 	})
@@ -79,10 +80,10 @@ func run(url, token, name string) error {
 	err := c.Subscribe(cctx, topic, func(data client.Data, meta client.Meta) {
 		var l line
 		if err := data.Decode(&l); err != nil {
-			fmt.Printf("%s: %s\n", meta.Sender, data)
+			fmt.Printf("%s: %s\n", safe(meta.Sender), safe(data.String()))
 			return
 		}
-		fmt.Printf("[%s] %s: %s\n", meta.Timestamp.Format("15:04"), or(l.Name, meta.Sender), l.Text)
+		fmt.Printf("[%s] %s: %s\n", meta.Timestamp.Format("15:04"), shown(l.Name, meta.Sender), safe(l.Text))
 	})
 	if err != nil {
 		return err
@@ -134,15 +135,8 @@ func who(ctx context.Context, c *client.Client) {
 	for _, m := range members {
 		var p member
 		_ = m.Presence.Decode(&p)
-		fmt.Printf("* %s (%s) since %s\n", or(p.Name, m.ActorTokenID), m.ActorTokenID, m.JoinedAt.Format("15:04"))
+		fmt.Printf("* %s since %s\n", shown(p.Name, m.ActorTokenID), m.JoinedAt.Format("15:04"))
 	}
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func envOr(name, def string) string {
@@ -150,4 +144,21 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// shown is how a member appears: the display name it chose, followed by its
+// authenticated actor id when the two differ, so nobody can pass for
+// someone else; both made safe for the terminal.
+func shown(name, actor string) string {
+	if name == "" || name == actor {
+		return safe(actor)
+	}
+	return safe(name) + " (" + safe(actor) + ")"
+}
+
+// safe shows control characters (escape sequences, line breaks) sent by
+// other users as Go escapes instead of letting them act on the terminal.
+func safe(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
