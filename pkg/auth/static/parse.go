@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -38,8 +39,15 @@ func parseTokenFile(data []byte, path string, log *zap.Logger) (*tokenSet, error
 	}
 
 	set := &tokenSet{byToken: map[string]*auth.Grant{}, byActor: map[string]*auth.Grant{}}
+	for k := range fields {
+		if k != "tokens" && !strings.HasPrefix(k, "_") {
+			log.Warn("unknown top-level key in auth file ignored (keys starting with _ are comments)",
+				zap.String("path", path), zap.String("key", k))
+		}
+	}
 	raw, ok := fields["tokens"]
 	if !ok || rawType(raw) == "null" {
+		log.Warn("auth file has no \"tokens\" object: no token is accepted", zap.String("path", path))
 		return set, nil
 	}
 	if t := rawType(raw); t != "an object" {
