@@ -38,6 +38,18 @@ func (c *conn) write(b []byte, timeout time.Duration) error {
 	return err
 }
 
+// abort closes the connection with a reset (SO_LINGER 0): the peer sees
+// ECONNRESET at once, as when a network path fails, and neither end keeps
+// a TIME_WAIT socket, so closed connections do not linger in the kernel's
+// memory and skew the next measurement.
+func (c *conn) abort() {
+	c.closed.Store(true)
+	if tc, ok := c.nc.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.nc.Close()
+}
+
 // dialer opens and prepares connections.
 type dialer struct {
 	url      string

@@ -1,12 +1,12 @@
 // Command loadgen measures a broker that speaks the kraken wire protocol at
 // a WebSocket URL: memory per idle connection, fan-out throughput,
-// publish-to-delivery latency, connection rate and a steady multi-topic
-// stream. It speaks only the wire protocol, so it measures any broker that
+// publish-to-delivery latency, connection rate, a reconnect storm and a
+// steady multi-topic stream. It speaks only the wire protocol, so it measures any broker that
 // implements it.
 //
 // Usage:
 //
-//	loadgen --scenario idle|fanout|latency|connect|stream --url ws://HOST:PORT/ws [flags]
+//	loadgen --scenario idle|fanout|latency|connect|storm|stream --url ws://HOST:PORT/ws [flags]
 //	loadgen table --names kraken,baseline a1.json b1.json [a2.json b2.json ...]
 //
 // Connections can be split over child processes (--procs), each with its
@@ -47,7 +47,7 @@ func runMain(args []string) int {
 	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8080/ws", "broker WebSocket URL")
 	fs.StringVar(&cfg.Token, "token", "dev-token-bob", "access token sent in the auth frame")
 	fs.StringVar(&cfg.Topic, "topic", "demo/general/bench", "topic (idle also uses TOPIC/2; stream uses TOPIC/0..TOPIC/T-1)")
-	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect or stream")
+	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect, storm or stream")
 	fs.IntVar(&cfg.N, "n", 1000, "subscriber connections")
 	fs.IntVar(&cfg.Procs, "procs", 1, "child processes to split the connections over (each with source address 127.0.0.(2+i)); 1 = in this process")
 	fs.StringVar(&cfg.SourceIP, "source-ip", "", "local address when --procs is 1")
@@ -58,7 +58,9 @@ func runMain(args []string) int {
 	fs.IntVar(&cfg.Messages, "messages", 20, "fanout: messages published back to back")
 	fs.IntVar(&cfg.Steps, "steps", 4, "idle: RSS sample points (at least 3)")
 	fs.IntVar(&cfg.Start, "start", 0, "idle: connections at the first point (default n/steps)")
-	fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "idle: wait before each RSS sample")
+	fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "idle: wait before each RSS sample; storm: how long the RSS must hold within 1% to count as steady")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "storm: storms in a row (reset all connections, reconnect all)")
+	fs.DurationVar(&cfg.SteadyMax, "steady-max", 60*time.Second, "storm: longest wait for a steady RSS")
 	fs.IntVar(&cfg.Topics, "topics", 10, "stream: topics")
 	fs.IntVar(&cfg.Subs, "subs", 0, "stream: subscribers per topic (default n/topics)")
 	fs.IntVar(&cfg.Publishers, "publishers", 4, "stream: publisher connections")

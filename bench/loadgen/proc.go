@@ -123,3 +123,156 @@ func procThreads(pid int) int64 {
 	}
 	return 0
 }
+
+// procStatusKB returns the given fields of /proc/PID/status (values in
+// kB, such as VmRSS and VmHWM) in bytes.
+func procStatusKB(pid int, keys ...string) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(keys))
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, k := range keys {
+			if !bytes.HasPrefix(line, []byte(k+":")) {
+				continue
+			}
+			f := strings.Fields(string(line[len(k)+1:]))
+			if len(f) < 1 {
+				continue
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("pid %d: %s: %w", pid, k, err)
+			}
+			out[k] = kb * 1024
+		}
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("pid %d: no %s", pid, k)
+		}
+	}
+	return out, nil
+}
+
+// resetHWM resets VmHWM (the peak RSS) of pid to its current RSS by
+// writing 5 to /proc/PID/clear_refs. It needs the right to write that
+// file (the same user, or root).
+func resetHWM(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// procFDs counts the open descriptors of pid.
+func procFDs(pid int) (int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	return len(names), err
+}
+
+// kernelMem is a machine-wide sample of the kernel's memory: slab from
+// /proc/meminfo and TCP buffer pages and socket counts from
+// /proc/net/sockstat. It counts both ends of loopback connections.
+type kernelMem struct {
+	Slab       int64            `json:"slab_bytes"`       // Slab: (reclaimable + unreclaimable)
+	SUnreclaim int64            `json:"sunreclaim_bytes"` // SUnreclaim:
+	TCPMem     int64            `json:"tcp_mem_bytes"`    // sockstat TCP mem (pages) × page size
+	TCPInUse   int64            `json:"tcp_inuse"`        // sockstat TCP inuse
+	TCPTW      int64            `json:"tcp_tw"`           // sockstat TCP tw
+	TCPOrphan  int64            `json:"tcp_orphan"`       // sockstat TCP orphan
+	SockUsed   int64            `json:"sockets_used"`     // sockstat sockets: used
+	Slabs      map[string]int64 `json:"-"`                // bytes per slab cache, when /proc/slabinfo is readable
+}
+
+// total is the kernel memory the slope is fitted to: slab plus TCP
+// buffer pages.
+func (k kernelMem) total() int64 { return k.Slab + k.TCPMem }
+
+func readKernelMem() (kernelMem, error) {
+	var k kernelMem
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return k, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "Slab:":
+			k.Slab = v * 1024
+		case "SUnreclaim:":
+			k.SUnreclaim = v * 1024
+		}
+	}
+	if k.Slab == 0 {
+		return k, fmt.Errorf("/proc/meminfo: no Slab")
+	}
+	b, err = os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		return k, err
+	}
+	page := int64(os.Getpagesize())
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kv := map[string]int64{}
+		for i := 1; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseInt(f[i+1], 10, 64)
+			if err == nil {
+				kv[f[i]] = v
+			}
+		}
+		switch f[0] {
+		case "sockets:":
+			k.SockUsed = kv["used"]
+		case "TCP:":
+			k.TCPMem = kv["mem"] * page
+			k.TCPInUse = kv["inuse"]
+			k.TCPTW = kv["tw"]
+			k.TCPOrphan = kv["orphan"]
+		}
+	}
+	k.Slabs = readSlabinfo()
+	return k, nil
+}
+
+// readSlabinfo returns the bytes held by each slab cache (slabs × pages
+// per slab × page size), or nil when /proc/slabinfo is not readable
+// (it usually needs root).
+func readSlabinfo() map[string]int64 {
+	b, err := os.ReadFile("/proc/slabinfo")
+	if err != nil {
+		return nil
+	}
+	page := int64(os.Getpagesize())
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "slabinfo") {
+			continue
+		}
+		// name active num objsize objperslab pagesperslab : tunables l b s : slabdata active num shared
+		f := strings.Fields(line)
+		if len(f) < 16 || f[6] != ":" || f[11] != ":" {
+			continue
+		}
+		pps, err1 := strconv.ParseInt(f[5], 10, 64)
+		slabs, err2 := strconv.ParseInt(f[14], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[f[0]] += slabs * pps * page
+	}
+	return out
+}

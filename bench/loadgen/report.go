@@ -32,21 +32,28 @@ type Point struct {
 	Conns   int   `json:"conns"`
 	RSS     int64 `json:"rss_bytes"`
 	Threads int64 `json:"threads,omitempty"`
+	// Kernel is the machine-wide kernel memory at this point.
+	Kernel *kernelMem `json:"kernel,omitempty"`
 }
 
 // Report is the output of one run.
 type Report struct {
-	Scenario   string         `json:"scenario"`
-	Label      string         `json:"label,omitempty"`
-	URL        string         `json:"url"`
-	Started    string         `json:"started"`
-	Finished   string         `json:"finished,omitempty"`
-	GoVersion  string         `json:"go_version"`
-	CPUs       int            `json:"cpus"`
-	Params     map[string]any `json:"params"`
-	Metrics    []Metric       `json:"metrics"`
-	Points     []Point        `json:"points,omitempty"`
-	Notes      []string       `json:"notes,omitempty"`
+	Scenario  string         `json:"scenario"`
+	Label     string         `json:"label,omitempty"`
+	URL       string         `json:"url"`
+	Started   string         `json:"started"`
+	Finished  string         `json:"finished,omitempty"`
+	GoVersion string         `json:"go_version"`
+	CPUs      int            `json:"cpus"`
+	Params    map[string]any `json:"params"`
+	Metrics   []Metric       `json:"metrics"`
+	Points    []Point        `json:"points,omitempty"`
+	// KernelSlabs is the growth per connection of each slab cache over
+	// the idle ramp (both ends), when /proc/slabinfo is readable.
+	KernelSlabs []SlabSlope `json:"kernel_slabs,omitempty"`
+	// Storms are the rounds of the storm scenario.
+	Storms     []StormRound `json:"storms,omitempty"`
+	Notes      []string     `json:"notes,omitempty"`
 	firstError string
 }
 
@@ -63,6 +70,7 @@ func newReport(cfg Config) *Report {
 			"rate": cfg.Rate, "payload": cfg.Payload, "messages": cfg.Messages, "steps": cfg.Steps,
 			"start": cfg.Start, "settle": cfg.Settle.String(), "topics": cfg.Topics, "subs": cfg.Subs,
 			"publishers": cfg.Publishers, "concurrency": cfg.Concurrency, "topic": cfg.Topic,
+			"rounds": cfg.Rounds,
 		},
 	}
 }
@@ -117,6 +125,20 @@ func writeMarkdown(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "| %s metric | %s |\n|---|---:|\n", r.Scenario, label)
 	for _, m := range r.Metrics {
 		fmt.Fprintf(w, "| %s | %s |\n", metricTitle(m), formatValue(m))
+	}
+	if len(r.KernelSlabs) > 0 {
+		fmt.Fprintf(w, "\n| slab cache (both ends) | bytes per connection |\n|---|---:|\n")
+		for _, s := range r.KernelSlabs {
+			fmt.Fprintf(w, "| %s | %s |\n", s.Cache, group(s.BytesPerCon))
+		}
+	}
+	if len(r.Storms) > 0 {
+		fmt.Fprintf(w, "\n| storm | reset → all back | errors | RSS before | peak RSS | RSS when all back | RSS after | broker fds peak / after |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, s := range r.Storms {
+			b := func(v int64) string { return formatValue(Metric{Unit: "B", Value: float64(v)}) }
+			fmt.Fprintf(w, "| %d | %s ms | %d | %s | %s | %s | %s | %s / %s |\n", i+1, sig(s.TotalMs), s.Errors,
+				b(s.RSSBefore), b(s.RSSPeak), b(s.RSSEnd), b(s.RSSAfter), group(float64(s.FDsPeak)), group(float64(s.FDsAfter)))
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nNote: %s\n", n)
@@ -261,6 +283,8 @@ func scenarioTitle(r *Report) string {
 		return fmt.Sprintf("latency 1→%s @%s/s", group(num("n")), sig(num("rate")))
 	case "connect":
 		return fmt.Sprintf("connect %s", group(num("n")))
+	case "storm":
+		return fmt.Sprintf("storm %s", group(num("n")))
 	case "stream":
 		subs := num("subs")
 		if subs == 0 && num("topics") > 0 {

@@ -30,6 +30,10 @@ type Config struct {
 	Steps  int
 	Start  int
 	Settle time.Duration
+	// Storm: rounds of reset-all/reconnect-all, and the longest wait for
+	// the broker's RSS to be steady (storm waits for Settle of steady RSS).
+	Rounds    int
+	SteadyMax time.Duration
 	// Stream shape.
 	Topics     int
 	Subs       int
@@ -78,6 +82,12 @@ func (c *Config) defaults() {
 	}
 	if c.Publishers <= 0 {
 		c.Publishers = 4
+	}
+	if c.Settle <= 0 {
+		c.Settle = 2 * time.Second
+	}
+	if c.SteadyMax <= 0 {
+		c.SteadyMax = 60 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -146,8 +156,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		err = e.connect(ctx)
 	case "stream":
 		err = e.stream(ctx)
+	case "storm":
+		err = e.storm(ctx)
 	default:
-		err = fmt.Errorf("unknown scenario %q (idle, fanout, latency, connect, stream)", cfg.Scenario)
+		err = fmt.Errorf("unknown scenario %q (idle, fanout, latency, connect, stream, storm)", cfg.Scenario)
 	}
 	if err != nil {
 		return e.rep, err

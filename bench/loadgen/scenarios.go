@@ -21,6 +21,8 @@ type agg struct {
 	errSample             string
 	disconnects           int64
 	short                 int
+	closed                int
+	closeStart, closeEnd  int64
 }
 
 func aggregate(rs []response) agg {
@@ -66,6 +68,13 @@ func aggregate(rs []response) agg {
 		}
 		a.disconnects += r.Disconnects
 		a.short += r.Short
+		a.closed += r.Closed
+		if r.CloseStartNs != 0 && (a.closeStart == 0 || r.CloseStartNs < a.closeStart) {
+			a.closeStart = r.CloseStartNs
+		}
+		if r.CloseEndNs > a.closeEnd {
+			a.closeEnd = r.CloseEndNs
+		}
 	}
 	return a
 }
@@ -190,6 +199,10 @@ func (e *env) idle(ctx context.Context) error {
 	cfg := e.cfg
 	topics := []string{cfg.Topic, cfg.Topic + "/2"}
 	rss0 := e.rss()
+	k0, kerr := readKernelMem()
+	if kerr != nil {
+		e.rep.note("kernel memory not sampled: %v", kerr)
+	}
 	e.rep.add("idle_rss_baseline", "broker RSS before any connection", "B", float64(rss0), lower)
 	pubs, err := e.openPublishers(1, topics)
 	if err != nil {
@@ -232,7 +245,17 @@ func (e *env) idle(ctx context.Context) error {
 		r := e.rss()
 		xs = append(xs, float64(a.conns))
 		ys = append(ys, float64(r))
-		e.rep.Points = append(e.rep.Points, Point{Conns: a.conns, RSS: r, Threads: procThreadsIf(cfg.PID)})
+		pt := Point{Conns: a.conns, RSS: r, Threads: procThreadsIf(cfg.PID)}
+		if kerr == nil {
+			if k, err := readKernelMem(); err == nil {
+				pt.Kernel = &k
+				e.cfg.logf("idle: kernel slab %.1f MiB, TCP pages %.1f MiB, %d TCP sockets", float64(k.Slab)/(1<<20), float64(k.TCPMem)/(1<<20), k.TCPInUse)
+			} else {
+				kerr = err
+				e.rep.note("kernel memory not sampled: %v", err)
+			}
+		}
+		e.rep.Points = append(e.rep.Points, pt)
 		e.cfg.logf("idle: %d connections, broker RSS %.1f MiB, %d deliveries so far", a.conns, float64(r)/(1<<20), d.delivered)
 		last = a
 		last.delivered = d.delivered
@@ -249,6 +272,9 @@ func (e *env) idle(ctx context.Context) error {
 	e.rep.add("idle_rss_at_n", "broker RSS at the last point", "B", ys[len(ys)-1], lower)
 	if n > 0 && rss0 > 0 {
 		e.rep.add("idle_rss_per_conn", "(RSS at the last point − baseline) / connections", "B/conn", (ys[len(ys)-1]-float64(rss0))/n, lower)
+	}
+	if kerr == nil {
+		e.idleKernel(k0, slope)
 	}
 	e.rep.add("idle_connect_errors", "connection errors", "", float64(connErrs), lower)
 	e.rep.add("idle_missed", "connections that missed a message", "", float64(short), lower)

@@ -46,6 +46,11 @@ type response struct {
 	ErrorSample string   `json:"error_sample,omitempty"`
 	Disconnects int64    `json:"disconnects"`
 	Short       int      `json:"short,omitempty"` // idle connections that missed messages in drain
+	// storm: when this worker started and finished resetting its
+	// connections, and how many it reset
+	CloseStartNs int64 `json:"close_start_ns,omitempty"`
+	CloseEndNs   int64 `json:"close_end_ns,omitempty"`
+	Closed       int   `json:"closed,omitempty"`
 }
 
 // worker holds a share of the connections. Connection i of worker w has the
@@ -101,6 +106,8 @@ func (w *worker) handle(req request) response {
 		return w.stats()
 	case "drain":
 		return w.drain(req.Expect, time.Duration(req.TimeoutNs))
+	case "storm":
+		return w.storm(req)
 	case "close":
 		return w.close()
 	default:
@@ -406,10 +413,29 @@ func (w *worker) close() response {
 	w.conns = nil
 	w.mu.Unlock()
 	for _, c := range conns {
-		_ = c.nc.Close()
+		c.abort()
 	}
 	w.readers.Wait()
 	return response{Conns: len(conns), Disconnects: w.disconnects.Load()}
+}
+
+// storm resets every connection of this worker at once (RST, as when a
+// network path fails), then reopens its share of req.Target with the same
+// handshake as connect. Connections with reader goroutines are not
+// expected here: the storm runs on idle connections.
+func (w *worker) storm(req request) response {
+	w.mu.Lock()
+	old := w.conns
+	w.conns = nil
+	w.mu.Unlock()
+	start := time.Now().UnixNano()
+	for _, c := range old {
+		c.abort()
+	}
+	end := time.Now().UnixNano()
+	r := w.connect(req)
+	r.CloseStartNs, r.CloseEndNs, r.Closed = start, end, len(old)
+	return r
 }
 
 // workerClient is a worker in this process or in a child process.

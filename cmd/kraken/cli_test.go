@@ -142,6 +142,26 @@ func (e *cliEnv) next(ch chan string) string {
 	}
 }
 
+// line returns the next line the sub prints on standard output; when the
+// sub ends instead, the test fails with what it printed on standard error.
+func (e *cliEnv) line(s *sub) string {
+	e.t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			var errs []string
+			for l := range s.errs {
+				errs = append(errs, l)
+			}
+			e.t.Fatalf("kraken sub ended without printing a message; stderr:\n%s", strings.Join(errs, "\n"))
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("no output")
+		return ""
+	}
+}
+
 // wait waits for the sub to exit and returns its exit code.
 func (e *cliEnv) wait(s *sub) int {
 	e.t.Helper()
@@ -202,7 +222,7 @@ func TestCLIHumanOutputAndFilter(t *testing.T) {
 			t.Fatalf("%v: %s", args, errs)
 		}
 	}
-	line := e.next(s.lines)
+	line := e.line(s)
 	re := regexp.MustCompile(`^\[\d\d:\d\d:\d\d\.\d{3}\] demo/general/messages alice \[filter red\]: \{"text":"hi"\}$`)
 	if !re.MatchString(line) {
 		t.Fatalf("line %q", line)
