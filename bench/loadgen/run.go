@@ -83,9 +83,6 @@ func (c *Config) defaults() {
 	if c.Publishers <= 0 {
 		c.Publishers = 4
 	}
-	if c.Settle <= 0 {
-		c.Settle = 2 * time.Second
-	}
 	if c.SteadyMax <= 0 {
 		c.SteadyMax = 60 * time.Second
 	}

@@ -223,3 +223,56 @@ func TestStamp(t *testing.T) {
 		t.Errorf("stamp = %d %d %v", ts, seq, ok)
 	}
 }
+
+func TestSmokeIdleKernel(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "idle", N: 30, Steps: 3, Procs: 2, Spawn: testSpawn})
+	wantEq(t, r, "idle_connections", 30)
+	wantPositive(t, r, "idle_kernel_before")
+	for _, k := range []string{"idle_kernel_slab_slope", "idle_kernel_sunreclaim_slope", "idle_kernel_tcpmem_slope",
+		"idle_kernel_slope", "idle_kernel_broker_slope", "idle_kernel_broker_delta", "idle_total_per_conn"} {
+		metric(t, r, k)
+	}
+	if s, k := metric(t, r, "idle_kernel_slope"), metric(t, r, "idle_kernel_broker_slope"); s != 2*k {
+		t.Errorf("broker side %v is not half of %v", k, s)
+	}
+	// Both ends of each loopback connection are on this machine. Other
+	// processes can open sockets meanwhile, so allow some slack.
+	if s := metric(t, r, "idle_tcp_sockets_per_conn"); s < 1.5 || s > 3 {
+		t.Errorf("TCP sockets per connection = %v, want about 2", s)
+	}
+	for _, p := range r.Points {
+		if p.Kernel == nil || p.Kernel.Slab <= 0 {
+			t.Errorf("point %+v has no kernel sample", p)
+		}
+	}
+}
+
+func TestSmokeStorm(t *testing.T) {
+	url := startBaseline(t)
+	r := run(t, Config{URL: url, Scenario: "storm", N: 21, Procs: 2, Rounds: 2, Concurrency: 4,
+		Settle: 100 * time.Millisecond, SteadyMax: 2 * time.Second, Spawn: testSpawn})
+	wantEq(t, r, "storm_connections", 21)
+	wantEq(t, r, "storm_rounds", 2)
+	wantEq(t, r, "storm_reconnected", 21)
+	wantEq(t, r, "storm_errors", 0)
+	wantEq(t, r, "storm_missed", 0)
+	wantEq(t, r, "storm_disconnects", 0)
+	wantPositive(t, r, "storm_time")
+	wantPositive(t, r, "storm_rate")
+	wantPositive(t, r, "storm_rss_steady")
+	wantPositive(t, r, "storm_rss_peak")
+	wantPositive(t, r, "storm_peak_ratio")
+	wantPositive(t, r, "storm_fds_after")
+	if len(r.Storms) != 2 {
+		t.Fatalf("storms = %+v, want 2", r.Storms)
+	}
+	for i, s := range r.Storms {
+		if s.Closed != 21 || s.Reconnected != 21 || s.Samples == 0 || s.RSSPeak < s.RSSEnd {
+			t.Errorf("storm %d = %+v", i+1, s)
+		}
+		if s.TotalMs < s.ReconnectMs || s.TotalMs < s.CloseMs {
+			t.Errorf("storm %d: total %v ms < reconnect %v ms or close %v ms", i+1, s.TotalMs, s.ReconnectMs, s.CloseMs)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func (e *env) fds() int {
 // cfg.SteadyMax. It returns the last sample, the time waited and whether
 // the RSS was steady.
 func (e *env) waitSteady(ctx context.Context) (int64, time.Duration, bool) {
-	settle := e.cfg.Settle
+	settle := max(e.cfg.Settle, 50*time.Millisecond)
 	if e.cfg.PID <= 0 {
 		time.Sleep(settle)
 		return 0, settle, true
@@ -246,7 +246,9 @@ func (e *env) storm(ctx context.Context) error {
 		rd.RSSAfter, rd.SteadyMs = after, float64(waited)/1e6
 		if ps != nil {
 			ps.finish()
-			rd.RSSPeak, rd.Samples, rd.FDsPeak = max(ps.rss, ps.hwm), ps.n, ps.fds
+			// VmRSS and VmHWM come from per-CPU counters that may lag
+			// by a few hundred KiB; the peak is the highest of all reads.
+			rd.RSSPeak, rd.Samples, rd.FDsPeak = max(ps.rss, ps.hwm, rd.RSSEnd, rd.RSSAfter), ps.n, ps.fds
 			if ps.err != nil {
 				e.rep.note("storm %d: sampling the broker: %v", round+1, ps.err)
 			}

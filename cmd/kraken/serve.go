@@ -12,6 +12,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/server"
@@ -47,6 +48,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		MaxMessageSize:  cfg.MaxMessageSize,
 		RecordMessages:  cfg.RecordMessages,
 		Store:           msgStore,
+		Broker:          local.Broker{}, // BROKER_BACKEND=local, the only backend of this build
 		RateLimit:       cfg.RateLimit,
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
 		MaxAuthFailures: cfg.MaxAuthFailures,

@@ -3,15 +3,19 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cloudwego/netpoll"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/presence"
 	"github.com/NoLagApp/kraken/pkg/store"
@@ -37,6 +41,11 @@ type Config struct {
 	// Store records accepted publishes and acks (protocol.md §6.4–§6.5); nil
 	// records nothing.
 	Store store.Store
+	// Broker carries accepted publishes to the other nodes and brings
+	// theirs in; nil means a single node (local.Broker).
+	Broker broker.Broker
+	// NodeID names this node to the Broker; "" means a random id.
+	NodeID string
 	// RecordMessages stamps every publish with a UUIDv4 msgId and
 	// requiresAck:true (protocol.md §6.4).
 	RecordMessages bool
@@ -92,6 +101,12 @@ func (c *Config) setDefaults() {
 	if c.Store == nil {
 		c.Store = noop.Store{}
 	}
+	if c.Broker == nil {
+		c.Broker = local.Broker{}
+	}
+	if c.NodeID == "" {
+		c.NodeID = uuid.NewString()
+	}
 	if c.Hub.RevalidateInterval <= 0 {
 		c.Hub.RevalidateInterval = 600 * time.Second
 	}
@@ -107,8 +122,11 @@ type Server struct {
 	orgs     orgCounter
 	pres     *presence.Registry[*hub.Conn] // owned by the hub's shared worker
 	draining atomic.Bool
-	served   chan error
-	stopOnce sync.Once
+	// remoteDropped counts messages from other nodes dropped while the
+	// workers were behind.
+	remoteDropped atomic.Uint64
+	served        chan error
+	stopOnce      sync.Once
 }
 
 var netpollOnce sync.Once
@@ -156,6 +174,10 @@ func (s *Server) Start() error {
 	}
 	s.ln, s.loop = ln, loop
 	s.hub.Start()
+	if err := s.cfg.Broker.Start(context.Background(), remote{s}); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("server: start the fan-out broker: %w", err)
+	}
 	go func() { s.served <- loop.Serve(ln) }()
 	s.log.Info("listening", zap.String("addr", ln.Addr().String()))
 	return nil
@@ -173,6 +195,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
 		s.draining.Store(true)
+		_ = s.cfg.Broker.Close()
 		err = s.hub.Shutdown(ctx)
 		if e := s.loop.Shutdown(ctx); err == nil && e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
 			err = e

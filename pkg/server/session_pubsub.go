@@ -166,6 +166,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		st.write(frame(wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)))
 	}
 	s.hub.Publish(p)
+	s.toBroker(p, p.Msg.Timestamp)
 }
 
 var msgpackNil = []byte{0xc0}

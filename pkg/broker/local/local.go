@@ -1,0 +1,25 @@
+// Package local is the single-node fan-out backend (BROKER_BACKEND=local,
+// the default): there is no other node, so nothing leaves the process and
+// nothing comes in. The node's own hub already delivers every publish to its
+// connections.
+package local
+
+import (
+	"context"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+)
+
+// Broker is the single-node broker.Broker. Its zero value is ready to use.
+type Broker struct{}
+
+// Start implements broker.Broker; there is nothing to connect to.
+func (Broker) Start(context.Context, broker.Handler) error { return nil }
+
+// Publish implements broker.Broker; there is no other node to tell.
+func (Broker) Publish(*broker.Message) error { return nil }
+
+// Close implements broker.Broker.
+func (Broker) Close() error { return nil }
+
+var _ broker.Broker = Broker{}
