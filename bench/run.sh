@@ -85,6 +85,7 @@ smoke)
 		"latency-1 latency -n 1 --rate 1000 --duration 1s"
 		"latency-200 latency -n 200 --rate 100 --duration 1s"
 		"connect connect -n 200"
+		"storm storm -n 200 --rounds 2 --settle 200ms --steady-max 5s"
 		"stream stream --topics 10 --subs 20 --rate 1000 --duration 1s"
 	)
 	;;
@@ -95,6 +96,7 @@ short)
 		"latency-1 latency -n 1 --rate 1000 --duration 5s"
 		"latency-1k latency -n 1000 --rate 100 --duration 5s"
 		"connect connect -n 5000 --procs 2"
+		"storm storm -n 5000 --procs 2 --concurrency 256 --rounds 2 --settle 2s"
 		"stream stream --topics 100 --subs 20 --rate 20000 --duration 5s"
 	)
 	;;
@@ -106,6 +108,7 @@ full)
 		"latency-1k latency -n 1000 --rate 100 --duration 10s"
 		"latency-10k latency -n 10000 --rate 1 --duration 20s"
 		"connect connect -n 19000 --procs 2 --concurrency 64"
+		"storm storm -n 19000 --procs 2 --concurrency 512 --rounds 3 --settle 3s"
 		"stream stream --topics 100 --subs 100 --rate 10000 --duration 10s"
 	)
 	;;
@@ -121,7 +124,7 @@ esac
 	echo "cpus: $(nproc)"
 	echo "kernel: $(uname -r)"
 	echo "go: $(go version)"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(git status --porcelain 2>/dev/null | grep -vc '^?? bench/' || true) changed paths outside bench/ in the work tree"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(git status --porcelain -- . ':(exclude)bench' 2>/dev/null | wc -l) changed paths outside bench/ in the work tree"
 	echo "open files: $(ulimit -n)"
 	for k in net.core.somaxconn net.ipv4.tcp_max_syn_backlog net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse; do
 		echo "$k: $(sysctl -n "$k" 2>/dev/null | tr '\t' ' ')"

@@ -1,8 +1,8 @@
 // Command loadgen measures a broker that speaks the kraken wire protocol at
 // a WebSocket URL: memory per idle connection, fan-out throughput,
 // publish-to-delivery latency, connection rate, a reconnect storm and a
-// steady multi-topic stream. It speaks only the wire protocol, so it measures any broker that
-// implements it.
+// steady multi-topic stream. It speaks only the wire protocol, so it
+// measures any broker that implements it.
 //
 // Usage:
 //

@@ -181,7 +181,7 @@ type kernelMem struct {
 	Slab       int64            `json:"slab_bytes"`       // Slab: (reclaimable + unreclaimable)
 	SUnreclaim int64            `json:"sunreclaim_bytes"` // SUnreclaim:
 	TCPMem     int64            `json:"tcp_mem_bytes"`    // sockstat TCP mem (pages) × page size
-	TCPInUse   int64            `json:"tcp_inuse"`        // sockstat TCP inuse
+	TCPInUse   int64            `json:"tcp_inuse"`        // sockstat TCP inuse + sockstat6 TCP6 inuse
 	TCPTW      int64            `json:"tcp_tw"`           // sockstat TCP tw
 	TCPOrphan  int64            `json:"tcp_orphan"`       // sockstat TCP orphan
 	SockUsed   int64            `json:"sockets_used"`     // sockstat sockets: used
@@ -242,6 +242,19 @@ func readKernelMem() (kernelMem, error) {
 			k.TCPInUse = kv["inuse"]
 			k.TCPTW = kv["tw"]
 			k.TCPOrphan = kv["orphan"]
+		}
+	}
+	// A broker listening on [::] holds IPv4 clients in TCPv6 sockets
+	// (v4-mapped addresses): they are counted in sockstat6. TCP's mem is
+	// shared by both.
+	if b, err := os.ReadFile("/proc/net/sockstat6"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[0] == "TCP6:" && f[1] == "inuse" {
+				if v, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+					k.TCPInUse += v
+				}
+			}
 		}
 	}
 	k.Slabs = readSlabinfo()

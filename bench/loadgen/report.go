@@ -176,6 +176,8 @@ func formatValue(m Metric) string {
 		return fmt.Sprintf("%s %s", sig(v), m.Unit)
 	case "/s":
 		return group(math.Round(v)) + "/s"
+	case "×":
+		return sig(v) + "×"
 	case "conns", "":
 		if v == math.Trunc(v) {
 			return group(v)

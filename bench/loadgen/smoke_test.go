@@ -263,6 +263,8 @@ func TestSmokeStorm(t *testing.T) {
 	wantPositive(t, r, "storm_rss_steady")
 	wantPositive(t, r, "storm_rss_peak")
 	wantPositive(t, r, "storm_peak_ratio")
+	wantPositive(t, r, "storm_first_peak_ratio")
+	wantPositive(t, r, "storm_first_time")
 	wantPositive(t, r, "storm_fds_after")
 	if len(r.Storms) != 2 {
 		t.Fatalf("storms = %+v, want 2", r.Storms)

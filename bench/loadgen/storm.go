@@ -302,6 +302,9 @@ func (e *env) stormMetrics(steady int64, missed0 int, disconnects int64) {
 	e.rep.add("storm_rounds", "storms (reset all, reconnect all)", "", float64(len(rs)), 0)
 	e.rep.add("storm_reconnected", "connections back after each storm (least)", "conns", float64(back), higher)
 	e.rep.add("storm_errors", "reconnect errors", "", float64(errs), lower)
+	if len(rs) > 1 {
+		e.rep.add("storm_first_time", "first reset → all back, first storm", "ms", rs[0].TotalMs, lower)
+	}
 	e.rep.add("storm_time", "first reset → all back (auth + 2 subscribes), worst storm", "ms", w.TotalMs, lower)
 	e.rep.add("storm_close_time", "resetting all connections (RST)", "ms", w.CloseMs, 0)
 	if w.ReconnectMs > 0 {
@@ -314,11 +317,14 @@ func (e *env) stormMetrics(steady int64, missed0 int, disconnects int64) {
 	}
 	if pid {
 		e.rep.add("storm_rss_steady", "broker RSS at steady state before the storm", "B", float64(steady), lower)
-		e.rep.add("storm_rss_peak", "broker peak RSS during the storm (VmHWM after reset, 5 ms samples)", "B", float64(w.RSSPeak), lower)
+		e.rep.add("storm_rss_peak", "broker peak RSS during the storms (VmHWM after reset, 5 ms samples)", "B", float64(w.RSSPeak), lower)
 		e.rep.add("storm_rss_end", "broker RSS when all were back", "B", float64(w.RSSEnd), lower)
 		e.rep.add("storm_rss_after", "broker RSS once steady after the last storm", "B", float64(rs[len(rs)-1].RSSAfter), lower)
 		if steady > 0 {
-			e.rep.add("storm_peak_ratio", "peak RSS / steady-state RSS", "×", float64(w.RSSPeak)/float64(steady), lower)
+			if len(rs) > 1 {
+				e.rep.add("storm_first_peak_ratio", "peak RSS in the first storm / steady-state RSS", "×", float64(rs[0].RSSPeak)/float64(steady), lower)
+			}
+			e.rep.add("storm_peak_ratio", "peak RSS (worst storm) / steady-state RSS", "×", float64(w.RSSPeak)/float64(steady), lower)
 			e.rep.add("storm_after_ratio", "RSS once steady after / before the storm", "×", float64(rs[len(rs)-1].RSSAfter)/float64(steady), lower)
 		}
 		e.rep.add("storm_fds_steady", "broker open descriptors before the storm", "", float64(rs[0].FDsBefore), lower)
