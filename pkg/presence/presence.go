@@ -110,6 +110,29 @@ func (rg *Registry[C]) Disconnect(conn C) []Event[C] {
 	return out
 }
 
+// RoomOf returns the room conn is in.
+func (rg *Registry[C]) RoomOf(conn C) (Room, bool) {
+	id, ok := rg.inRoom[conn]
+	if !ok {
+		return Room{}, false
+	}
+	return rg.rooms[id].info, true
+}
+
+// Leave takes conn out of its room, with `leave` to the room's members
+// (itself included) and watchers; its lobby watches stay.
+func (rg *Registry[C]) Leave(conn C) []Event[C] { return rg.leave(conn, nil) }
+
+// Lobbies returns the lobby slugs conn watches.
+func (rg *Registry[C]) Lobbies(conn C) []string {
+	subs := rg.lobbies[conn]
+	out := make([]string, len(subs))
+	for i, ls := range subs {
+		out[i] = ls.slug
+	}
+	return out
+}
+
 // Members returns the members of room id, oldest first.
 func (rg *Registry[C]) Members(id string) []*Member[C] {
 	if rm := rg.rooms[id]; rm != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Periodic revalidation of live sessions (protocol.md §4.9, §3.5;
@@ -88,4 +89,46 @@ func TestRevalidationAppliesTheNewGrantToLaterRequests(t *testing.T) {
 	lt.set("dev-token-alice", wider)
 	waitFor(t, 5*time.Second, func() bool { return lt.revalidations() >= n+3 })
 	subscribe(t, p, "demo/extra/room")
+}
+
+// TestRevalidationTakesARevokedRoomAndLobbyAway checks OQ-12 for presence: a
+// grant that no longer holds the connection's room takes it out of the room
+// (leave to the members) and a lobby no longer allowed stops its events.
+func TestRevalidationTakesARevokedRoomAndLobbyAway(t *testing.T) {
+	lt := newLockedTokens(presenceTokens())
+	s := startRevalidating(t, lt)
+	alice := authed(t, s, "dev-token-alice")
+	alice.Send("type", "lobbySubscribe", "lobbyId", "all-rooms")
+	alice.ExpectFields("type", "lobbySubscribed")
+	alice.Send("type", "presence", "roomId", "general", "data", "here")
+	alice.ExpectFields("type", "presence", "event", "join")
+	alice.ExpectFields("type", "lobbyPresence", "event", "join")
+	alice.ExpectFields("type", "presence", "event", "update")
+	alice.ExpectFields("type", "lobbyPresence", "event", "update")
+	bob := authed(t, s, "dev-token-bob")
+	bob.Send("type", "presence", "roomId", "general", "data", "also here")
+	for _, p := range []*testpeer.Peer{bob, bob} {
+		p.ExpectFields("type", "presence")
+	}
+
+	narrower := demoGrant("alice")
+	narrower.Rules = acl.Rules{{Pattern: "demo/random/#", Permission: acl.PermPubSub,
+		RoomID: "room-random", RoomSlug: "random", AppID: "demo-app"}}
+	lt.set("dev-token-alice", narrower)
+	bob.ExpectFields("type", "presence", "event", "leave", "data", map[string]any{"actor_token_id": "alice"})
+	waitFor(t, 5*time.Second, func() bool {
+		_, members, _ := s.PresenceStats()
+		return members == 1
+	})
+	bob.Send("type", "presence", "roomId", "general", "data", "after")
+	bob.ExpectFields("type", "presence", "event", "update", "data", map[string]any{"actor_token_id": "bob", "presence": "after"})
+	for {
+		f, err := alice.Read(300 * time.Millisecond)
+		if err != nil {
+			break // nothing more
+		}
+		if f.Map["data"] == "after" || f.Map["actorId"] == "bob" && f.Map["event"] == "update" && f.Map["data"] == "after" {
+			t.Fatalf("events of the revoked room or lobby still arrive: %s", f)
+		}
+	}
 }

@@ -53,6 +53,7 @@ func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation
 			c.SetSession(&next)
 			s.dropRevoked(c, &next)
 		})
+		s.hub.RunShared(func(w hub.Writer) { s.dropRevokedPresence(w, c, a.g) })
 	case errors.Is(a.err, auth.ErrDenied):
 		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID))
 		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(revokedFrame) })
@@ -92,4 +93,20 @@ func disconnectPayload(reason string) []byte {
 	b = msgp.AppendString(b, "disconnect")
 	b = msgp.AppendString(b, "reason")
 	return msgp.AppendString(b, reason)
+}
+
+// dropRevokedPresence takes the connection out of a room, and out of lobbies,
+// that its new grant no longer allows (OQ-12). It runs on the presence
+// worker.
+func (s *Server) dropRevokedPresence(w hub.Writer, c *hub.Conn, g *auth.Grant) {
+	if room, ok := s.pres.RoomOf(c); ok {
+		if id, ok := g.Rules.RoomBySlug(room.Slug); !ok || id != room.ID {
+			s.emit(w, s.pres.Leave(c))
+		}
+	}
+	for _, slug := range s.pres.Lobbies(c) {
+		if _, ok := lobbyRooms(g, slug); !ok {
+			s.pres.Unwatch(c, slug)
+		}
+	}
 }
