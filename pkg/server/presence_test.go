@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +210,33 @@ func TestPresenceTablesEmptyAfterDisconnects(t *testing.T) {
 		st := s.Hub().Stats()
 		return rooms+members+watches == 0 && st.Connections == 0 && st.Subscriptions == 0
 	})
+}
+
+// TestPresenceIsRateAndSizeLimitedLikeAPublish: presence changes are
+// broadcast, so they count toward the publish rate limit (42910) and their
+// data toward the message size limit (42930).
+func TestPresenceIsRateAndSizeLimitedLikeAPublish(t *testing.T) {
+	tk := presenceTokens()
+	tk["dev-token-alice"].RateLimit = 3
+	tk["dev-token-alice"].MaxMessageSize = 16
+	s := start(t, func(c *Config) { c.Auth = tk })
+	alice := authed(t, s, "dev-token-alice")
+	alice.Send("type", "presence", "roomId", "general", "data", string(make([]byte, 32)))
+	alice.ExpectFields("type", "error", "code", 42930, "error", "message_too_large", "maxSizeBytes", 16)
+	limited := 0
+	for i := 0; i < 10; i++ {
+		alice.Send("type", "presence", "roomId", "general", "data", i)
+	}
+	for {
+		f, err := alice.Read(300 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		if f.Type() == "error" && fmt.Sprint(f.Map["code"]) == "42910" {
+			limited++
+		}
+	}
+	if limited < 4 { // at most 2 × 3 can pass if the burst straddles a second
+		t.Fatalf("%d of 10 presence updates refused, want at least 4", limited)
+	}
 }

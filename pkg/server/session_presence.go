@@ -12,7 +12,9 @@ import (
 // presenceSet handles `presence` (protocol.md §7.1): with roomId, the room
 // slug is resolved through the connection's grants and the change is
 // broadcast; an unknown slug, or no roomId (the legacy form), changes
-// nothing that anyone can see.
+// nothing that anyone can see. A broadcast presence change counts toward
+// the connection's publish rate limit (42910) and its data toward the
+// message size limit (42930), like a publish.
 func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 	if !cmd.HasData {
 		s.badRequest(st, "presence requires data")
@@ -25,6 +27,15 @@ func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 	g := grantOf(sess)
 	roomID, ok := g.Rules.RoomBySlug(cmd.RoomID)
 	if !ok {
+		return
+	}
+	if !st.allowPublish(uint32(time.Now().Unix()), limitOr(g.RateLimit, s.cfg.RateLimit)) {
+		s.sendError(st, &wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded,
+			Detail: "presence updates count toward the publish rate limit"})
+		return
+	}
+	if limit := min(limitOr(g.MaxMessageSize, s.cfg.MaxMessageSize), PayloadCeiling); len(cmd.Data) > limit {
+		s.sendError(st, &wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit})
 		return
 	}
 	room := presence.Room{ID: roomID, Slug: cmd.RoomID}
