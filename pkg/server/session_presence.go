@@ -29,13 +29,8 @@ func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 	if !ok {
 		return
 	}
-	if !st.allowPublish(uint32(time.Now().Unix()), limitOr(g.RateLimit, s.cfg.RateLimit)) {
-		s.sendError(st, &wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded,
-			Detail: "presence updates count toward the publish rate limit"})
-		return
-	}
-	if limit := min(limitOr(g.MaxMessageSize, s.cfg.MaxMessageSize), PayloadCeiling); len(cmd.Data) > limit {
-		s.sendError(st, &wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit})
+	if e := s.checkLimits(st, g, time.Now(), len(cmd.Data)); e != nil {
+		s.sendError(st, e)
 		return
 	}
 	room := presence.Room{ID: roomID, Slug: cmd.RoomID}

@@ -116,16 +116,12 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	sess := st.c.Session()
 	g := grantOf(sess)
 	now := time.Now()
-	if !st.allowPublish(uint32(now.Unix()), limitOr(g.RateLimit, s.cfg.RateLimit)) {
-		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded})
-		return
-	}
 	data := cmd.Data
 	if data == nil {
 		data = msgpackNil // OQ-14: an absent data is nil
 	}
-	if limit := min(limitOr(g.MaxMessageSize, s.cfg.MaxMessageSize), PayloadCeiling); len(data) > limit {
-		fail(&wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit})
+	if e := s.checkLimits(st, g, now, len(data)); e != nil {
+		fail(e)
 		return
 	}
 	if err := topic.ValidatePublish(cmd.Topic); err != nil {
@@ -183,6 +179,19 @@ func (s *Server) unknownTopic(st *connState, sess *hub.Session, t, hint, msgRef 
 		e.Err = wire.ErrNotAuthorized
 	}
 	s.sendError(st, e)
+}
+
+// checkLimits applies, in this order, the rate limit (protocol.md §6.10,
+// OQ-6) and the size limit (§6.11, OQ-7) to a broadcast of size bytes of
+// data; it returns the error to send, or nil.
+func (s *Server) checkLimits(st *connState, g *auth.Grant, now time.Time, size int) *wire.Error {
+	if !st.allowPublish(uint32(now.Unix()), limitOr(g.RateLimit, s.cfg.RateLimit)) {
+		return &wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded}
+	}
+	if limit := min(limitOr(g.MaxMessageSize, s.cfg.MaxMessageSize), PayloadCeiling); size > limit {
+		return &wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit}
+	}
+	return nil
 }
 
 // allowPublish applies the fixed one-second window rate limit (protocol.md
