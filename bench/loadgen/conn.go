@@ -223,17 +223,8 @@ func (c *conn) readFrames(buf []byte, deadline time.Time, stop func(op byte, p [
 				return nil
 			}
 		}
-		if start == end {
-			start, end = 0, 0
-		} else if start > 0 {
-			end = copy(buf, buf[start:end])
-			start = 0
-		}
-		if need := frameNeed(buf[:end]); need > len(buf) {
-			nb := make([]byte, need)
-			copy(nb, buf[:end])
-			buf = nb
-		}
+		buf, end = compact(buf, start, end)
+		start = 0
 		n, err := c.nc.Read(buf[end:])
 		end += n
 		if err != nil {
@@ -275,17 +266,8 @@ func (c *conn) readLoop(handle func(op byte, p []byte)) error {
 			}
 			handle(op, p)
 		}
-		if start == end {
-			start, end = 0, 0
-		} else if start > 0 {
-			end = copy(buf, buf[start:end])
-			start = 0
-		}
-		if need := frameNeed(buf[:end]); need > len(buf) {
-			nb := make([]byte, need)
-			copy(nb, buf[:end])
-			buf = nb
-		}
+		buf, end = compact(buf, start, end)
+		start = 0
 		n, err := c.nc.Read(buf[end:])
 		end += n
 		if err != nil {
@@ -295,4 +277,17 @@ func (c *conn) readLoop(handle func(op byte, p []byte)) error {
 			return err
 		}
 	}
+}
+
+// compact moves the unparsed bytes buf[start:end] to the front of the
+// buffer, growing it when the frame they begin needs more room, and returns
+// the buffer and the new end.
+func compact(buf []byte, start, end int) ([]byte, int) {
+	end = copy(buf, buf[start:end])
+	if need := frameNeed(buf[:end]); need > len(buf) {
+		nb := make([]byte, need)
+		copy(nb, buf[:end])
+		buf = nb
+	}
+	return buf, end
 }

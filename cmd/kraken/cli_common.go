@@ -152,6 +152,28 @@ func cliFail(stderr io.Writer, cmd string, err error) int {
 }
 
 // cliUsage prints a usage error and returns exitUsage.
+// parseCommand parses a client subcommand's arguments and checks the
+// positional ones with checkArgs and the connection flags. done is true when
+// the command must stop here with exit code code (help shown, or a usage
+// error already reported).
+func parseCommand(stderr io.Writer, fs *flag.FlagSet, cf *cliFlags, name string, args []string,
+	checkArgs func(pos []string) error) (pos []string, code int, done bool) {
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitOK, true
+	case err != nil:
+		return nil, exitUsage, true
+	}
+	if err := checkArgs(pos); err != nil {
+		return nil, cliUsage(stderr, fs, name, err), true
+	}
+	if err := cf.check(); err != nil {
+		return nil, cliUsage(stderr, fs, name, err), true
+	}
+	return pos, exitOK, false
+}
+
 func cliUsage(stderr io.Writer, fs *flag.FlagSet, cmd string, err error) int {
 	fmt.Fprintf(stderr, "kraken %s: %v\nrun '%s -h' for usage\n", cmd, err, fs.Name())
 	return exitUsage

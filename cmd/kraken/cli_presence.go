@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,22 +22,19 @@ func runPresence(args []string, lookup func(string) (string, bool), stdout, stde
 		"Needs a broker that implements presence.", lookup, stderr)
 	set := fs.String("set", "", "first set this connection's presence in ROOM to this JSON value")
 	watch := fs.Bool("watch", false, "then print presence events until interrupted")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		return cliUsage(stderr, fs, "presence", fmt.Errorf("want one ROOM, got %d arguments", len(pos)))
-	}
-	if err := cf.check(); err != nil {
-		return cliUsage(stderr, fs, "presence", err)
+	pos, code, done := parseCommand(stderr, fs, cf, "presence", args, func(pos []string) error {
+		if len(pos) != 1 {
+			return fmt.Errorf("want one ROOM, got %d arguments", len(pos))
+		}
+		return nil
+	})
+	if done {
+		return code
 	}
 	room := pos[0]
 	var data client.Data
 	if *set != "" {
+		var err error
 		if data, err = client.FromJSON([]byte(*set)); err != nil {
 			return cliUsage(stderr, fs, "presence", fmt.Errorf("--set must be JSON: %v", err))
 		}

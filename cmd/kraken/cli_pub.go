@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,18 +31,14 @@ func runPubWithInput(args []string, lookup func(string) (string, bool), stdin io
 	count := fs.Int("count", 1, "publish the message this many times")
 	rate := fs.Float64("rate", 0, "messages per second when --count > 1 (0: one after the other)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) != 2 {
-		return cliUsage(stderr, fs, "pub", fmt.Errorf("want TOPIC and DATA, got %d arguments", len(pos)))
-	}
-	if err := cf.check(); err != nil {
-		return cliUsage(stderr, fs, "pub", err)
+	pos, code, done := parseCommand(stderr, fs, cf, "pub", args, func(pos []string) error {
+		if len(pos) != 2 {
+			return fmt.Errorf("want TOPIC and DATA, got %d arguments", len(pos))
+		}
+		return nil
+	})
+	if done {
+		return code
 	}
 	if *count < 1 {
 		return cliUsage(stderr, fs, "pub", errors.New("--count must be at least 1"))
@@ -53,6 +48,7 @@ func runPubWithInput(args []string, lookup func(string) (string, bool), stdin io
 	}
 	topic, text := pos[0], []byte(pos[1])
 	if pos[1] == "-" {
+		var err error
 		if text, err = io.ReadAll(stdin); err != nil {
 			return cliFail(stderr, "pub", fmt.Errorf("read DATA from standard input: %v", err))
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,18 +30,14 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 	var filters stringList
 	fs.Var(&filters, "filter", "only receive messages published with this filter (repeatable)")
 	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) == 0 {
-		return cliUsage(stderr, fs, "sub", errors.New("want at least one TOPIC"))
-	}
-	if err := cf.check(); err != nil {
-		return cliUsage(stderr, fs, "sub", err)
+	pos, code, done := parseCommand(stderr, fs, cf, "sub", args, func(pos []string) error {
+		if len(pos) == 0 {
+			return errors.New("want at least one TOPIC")
+		}
+		return nil
+	})
+	if done {
+		return code
 	}
 	if *count < 0 {
 		return cliUsage(stderr, fs, "sub", errors.New("--count must not be negative"))

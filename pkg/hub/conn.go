@@ -139,13 +139,6 @@ func (c *Conn) Flush() {
 	c.wmu.Unlock()
 }
 
-// Pending returns the number of queued, unwritten bytes.
-func (c *Conn) Pending() int {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.outBytes
-}
-
 func (c *Conn) appendLocked(frame []byte) bool {
 	if c.closed || c.slow {
 		return false

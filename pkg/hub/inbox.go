@@ -2,6 +2,7 @@ package hub
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gobwas/ws"
 )
@@ -43,7 +44,7 @@ type op struct {
 type inbox struct {
 	mu       sync.Mutex
 	ops      []op
-	pubs     int // publications queued
+	pubs     atomic.Int32 // publications queued; read without the lock by full
 	retry    []*Conn
 	signal   chan struct{} // capacity 1: "there is work"
 	max      int
@@ -57,7 +58,7 @@ func newInbox(maxPending int) *inbox {
 func (in *inbox) push(o op) {
 	in.mu.Lock()
 	if o.kind == opPublish {
-		in.pubs++
+		in.pubs.Add(1)
 	}
 	in.ops = append(in.ops, o)
 	in.mu.Unlock()
@@ -65,11 +66,7 @@ func (in *inbox) push(o op) {
 }
 
 // full reports whether the queue holds its maximum of publications.
-func (in *inbox) full() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.pubs >= in.max
-}
+func (in *inbox) full() bool { return int(in.pubs.Load()) >= in.max }
 
 func (in *inbox) wake() {
 	select {
@@ -84,7 +81,7 @@ func (in *inbox) take(spare []op) []op {
 	in.mu.Lock()
 	ops := in.ops
 	in.ops = spare[:0]
-	in.pubs = 0
+	in.pubs.Store(0)
 	in.mu.Unlock()
 	return ops
 }

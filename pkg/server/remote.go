@@ -50,13 +50,10 @@ func (s *Server) toBroker(p *hub.Publication, ts int64) {
 	}
 	m := &broker.Message{Key: p.Key, Topic: p.Topic, Filter: p.Filter, Data: p.Msg.Data,
 		MsgID: p.Msg.MsgID, From: p.Msg.From, FromType: p.Msg.FromType, Retain: p.Retain,
-		ClearRetained: p.ClearRetained, Node: s.cfg.NodeID}
-	m.Timestamp = unixMilli(ts)
+		ClearRetained: p.ClearRetained, Node: s.cfg.NodeID, Timestamp: time.UnixMilli(ts)}
 	if err := s.cfg.Broker.Publish(m); err != nil {
 		if ce := s.log.Check(zap.WarnLevel, "fan-out to other nodes failed"); ce != nil {
 			ce.Write(zap.String("topic", p.Topic), zap.Error(err))
 		}
 	}
 }
-
-func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -12,7 +12,6 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // revalidateRetry is how long after a failed (unavailable) revalidation the
@@ -72,16 +71,13 @@ func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation
 func (s *Server) dropRevoked(c *hub.Conn, sess *hub.Session) {
 	g := grantOf(sess)
 	for _, sub := range c.Subscriptions() {
-		eff := g.Rules.EffectivePattern(sub.Pattern, g.ScopeSlug, acl.OpSubscribe)
-		if g.Rules.Check(eff, acl.OpSubscribe) == acl.Allowed {
+		if _, _, d := s.resolveSub(g, sub.Pattern); d == acl.Allowed {
 			continue
 		}
 		c.DropSubscription(sub.Pattern)
-		e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: sub.Pattern, HasTopic: true, Detail: "access revoked"}
-		if sess.Version < 2 {
-			e.Err = wire.ErrNotAuthorized
-		}
-		c.WriteFrame(wsframe.Binary(wire.AppendError(nil, e)))
+		e := unknownTopicError(sess, sub.Pattern)
+		e.Detail = "access revoked"
+		c.WriteFrame(frame(wire.AppendError(nil, e)))
 	}
 }
 

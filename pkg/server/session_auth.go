@@ -91,8 +91,8 @@ func (s *Server) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 		if topic.ValidateSubscribe(a.Pattern) != nil {
 			continue
 		}
-		spec, appID, ok := s.resolveSub(g, a.Pattern)
-		if !ok {
+		spec, appID, d := s.resolveSub(g, a.Pattern)
+		if d != acl.Allowed {
 			continue
 		}
 		filters, errStr := wire.FilterSpec{Kind: wire.FiltersArray, Items: filterItems(a.Filters)}.Normalize()
@@ -120,17 +120,18 @@ func filterItems(values []string) []wire.FilterItem {
 }
 
 // resolveSub applies scope injection, the grant check and topic resolution
-// to a subscribe pattern (protocol.md §3.3 steps 1–3).
-func (s *Server) resolveSub(g *auth.Grant, pattern string) (*hub.SubSpec, string, bool) {
+// to a subscribe pattern (protocol.md §3.3 steps 1–3). spec is nil unless
+// the decision is acl.Allowed.
+func (s *Server) resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, appID string, d acl.Decision) {
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
-	if g.Rules.Check(eff, acl.OpSubscribe) != acl.Allowed {
-		return nil, "", false
+	if d = g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
+		return nil, "", d
 	}
 	res, ok := g.Rules.Resolve(eff)
 	if !ok {
-		return nil, "", false
+		return nil, "", acl.DeniedNoRule
 	}
-	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res.AppID, true
+	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res.AppID, d
 }
 
 // groupName is the load-balancing group of a subscription:

@@ -37,12 +37,11 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 		s.sendError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
 		return
 	}
-	eff := g.Rules.EffectivePattern(cmd.Topic, g.ScopeSlug, acl.OpSubscribe)
-	if d := g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
+	spec, appID, d := s.resolveSub(g, cmd.Topic)
+	if d != acl.Allowed {
 		s.unknownTopic(st, sess, cmd.Topic, d.Hint(acl.OpSubscribe), "")
 		return
 	}
-	spec, appID, _ := s.resolveSub(g, cmd.Topic)
 	filters, errStr := cmd.Filters.Normalize()
 	if errStr != "" {
 		s.sendError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
@@ -174,11 +173,19 @@ const detailBusy = "the broker is busy: retry later"
 // unknown_topic for v2, not_authorized with the same code for v1 (D-3,
 // OQ-25).
 func (s *Server) unknownTopic(st *connState, sess *hub.Session, t, hint, msgRef string) {
-	e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: t, HasTopic: true, Hint: hint, MsgRef: msgRef}
+	e := unknownTopicError(sess, t)
+	e.Hint, e.MsgRef = hint, msgRef
+	s.sendError(st, e)
+}
+
+// unknownTopicError is the error for topic t outside the grants, in the
+// form the session's protocol version expects (D-3, OQ-25).
+func unknownTopicError(sess *hub.Session, t string) *wire.Error {
+	e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: t, HasTopic: true}
 	if sess.Version < 2 {
 		e.Err = wire.ErrNotAuthorized
 	}
-	s.sendError(st, e)
+	return e
 }
 
 // checkLimits applies, in this order, the rate limit (protocol.md §6.10,
