@@ -104,8 +104,10 @@ func (d Data) String() string {
 	return string(js)
 }
 
-// maxDepth bounds nesting when converting between JSON and MessagePack.
-const maxDepth = 100
+// maxDepth bounds nesting when converting between JSON and MessagePack: as
+// deep as the broker accepts in `data` (128 levels, kraken's
+// wire.MaxDataDepth), so whatever it delivers can be printed.
+const maxDepth = 128
 
 func writeJSON(w *bytes.Buffer, b []byte, depth int) ([]byte, error) {
 	if depth > maxDepth {

@@ -9,6 +9,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/NoLagApp/kraken/pkg/testpeer"
+	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
 // Hostile MessagePack over the socket (issue 7, item 3): every malformed or
@@ -35,26 +36,30 @@ func nestedMaps(depth int) []byte {
 }
 
 func TestHostileDeepMsgpackNestingGetsBadRequest(t *testing.T) {
+	const dataTooDeep, envelopeTooDeep = "data nesting deeper than 128", "envelope nesting deeper than 32"
 	for _, tt := range []struct {
-		name string
-		give []byte
+		name   string
+		give   []byte
+		detail string
 	}{
 		{name: "100,000 arrays in data", give: testpeer.Map("type", "publish", "topic", "demo/general/deep",
-			"data", testpeer.Raw(nestedArrays(100_000)))},
+			"data", testpeer.Raw(nestedArrays(100_000))), detail: dataTooDeep},
 		{name: "100,000 maps in data", give: testpeer.Map("type", "publish", "topic", "demo/general/deep",
-			"data", testpeer.Raw(nestedMaps(100_000)))},
-		{name: "33 levels in data", give: testpeer.Map("type", "publish", "topic", "demo/general/deep",
-			"data", testpeer.Raw(nestedArrays(32)))},
+			"data", testpeer.Raw(nestedMaps(100_000))), detail: dataTooDeep},
+		{name: "129 levels in data", give: testpeer.Map("type", "publish", "topic", "demo/general/deep",
+			"data", testpeer.Raw(nestedArrays(wire.MaxDataDepth+1))), detail: dataTooDeep},
 		{name: "deep value of an unknown key", give: testpeer.Map("type", "subscribe", "topic", "demo/general/deep",
-			"extra", testpeer.Raw(nestedMaps(50_000)))},
+			"extra", testpeer.Raw(nestedMaps(50_000))), detail: envelopeTooDeep},
+		{name: "33 levels in an unknown key", give: testpeer.Map("type", "subscribe", "topic", "demo/general/deep",
+			"extra", testpeer.Raw(nestedArrays(wire.MaxDepth))), detail: envelopeTooDeep},
 		{name: "deep filters", give: testpeer.Map("type", "subscribe", "topic", "demo/general/deep",
-			"filters", testpeer.Raw(nestedArrays(1000)))},
+			"filters", testpeer.Raw(nestedArrays(1000))), detail: envelopeTooDeep},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := start(t, nil)
 			p := authed(t, s, "dev-token-alice")
 			p.SendBinary(tt.give)
-			expectBadRequest(t, p, "nesting deeper than 32")
+			expectBadRequest(t, p, tt.detail)
 		})
 	}
 }
@@ -63,7 +68,7 @@ func TestHostileDeepMsgpackNestingBeforeAuthGetsBadRequest(t *testing.T) {
 	s := start(t, nil)
 	p := testpeer.Dial(t, s.Addr().String())
 	p.SendBinary(nestedArrays(100_000))
-	expectBadRequest(t, p, "nesting deeper than 32")
+	expectBadRequest(t, p, "envelope nesting deeper than 32")
 	p.Auth("dev-token-alice")
 }
 
@@ -73,16 +78,16 @@ func TestHostileDeepJSONNestingInATextFrameGetsInvalidJSON(t *testing.T) {
 	deep := `{"type":"publish","topic":"demo/general/deep","data":` +
 		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`
 	p.SendFrame(ws.NewTextFrame([]byte(deep)))
-	p.ExpectFields("type", "error", "error", "invalid_json", "detail", "nesting deeper than 32")
+	p.ExpectFields("type", "error", "error", "invalid_json", "detail", "data nesting deeper than 128")
 	expectPong(t, p)
 }
 
 func TestHostileMsgpackNestingAtTheBoundIsAccepted(t *testing.T) {
 	s := start(t, nil)
 	p := authed(t, s, "dev-token-alice")
-	// The envelope is level 1, so data may nest 31 levels.
-	p.Send("type", "publish", "topic", "demo/general/deep", "data", testpeer.Raw(nestedArrays(31)), "msgRef", "31")
-	p.ExpectFields("type", "published", "msgRef", "31")
+	// data is bounded from itself, whatever the envelope around it.
+	p.Send("type", "publish", "topic", "demo/general/deep", "data", testpeer.Raw(nestedArrays(wire.MaxDataDepth)), "msgRef", "128")
+	p.ExpectFields("type", "published", "msgRef", "128")
 }
 
 func TestHostileContainerDeclaringFourBillionEntriesGetsBadRequest(t *testing.T) {

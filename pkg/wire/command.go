@@ -32,7 +32,8 @@ type Command struct {
 	Topic    string
 	HasTopic bool
 	// Data is the raw msgpack of `data` exactly as sent: one well-formed
-	// value, never decoded or re-encoded (protocol-decisions.md D-4, OQ-1).
+	// value nesting at most MaxDataDepth levels, never decoded or re-encoded
+	// (protocol-decisions.md D-4, OQ-1).
 	// A nil `data` gives HasData true and Data = {0xc0}. An absent `data`
 	// leaves Data nil and HasData false; publish treats it as nil (OQ-14).
 	Data    []byte

@@ -8,11 +8,15 @@ import "github.com/tinylib/msgp/msgp"
 // passed to Decode; an empty b fails as truncated.
 //
 // Framing:
-//   - b must be exactly one well-formed value: Validate(b, MaxDepth), and no
-//     trailing bytes ("trailing bytes after the message"). Failures are
-//     *DecodeError; their Type is the `type` of the map when it could be
-//     read before the malformed part (best effort, so the error frame can
-//     echo it, protocol-decisions.md OQ-46), else "".
+//   - b must be exactly one well-formed value (see Validate), and no
+//     trailing bytes ("trailing bytes after the message"). Nesting has two
+//     bounds: the value of a top-level `data` key may nest MaxDataDepth
+//     levels counted from itself ("data nesting deeper than 128"), the rest
+//     of the frame MaxDepth levels, the top-level map (or whatever value the
+//     frame holds) being level 1 ("envelope nesting deeper than 32").
+//     Failures are *DecodeError; their Type is the `type` of the map when it
+//     could be read before the malformed part (best effort, so the error
+//     frame can echo it, protocol-decisions.md OQ-46), else "".
 //   - The value must be a map, else ErrNotMap (unwrapped).
 //   - Every top-level key must be a str or bin, else *DecodeError
 //     "map keys must be strings". Duplicate keys: the last one wins. Unknown
@@ -41,18 +45,17 @@ import "github.com/tinylib/msgp/msgp"
 //   - `data` may be any value; Data aliases b.
 func Decode(b []byte, c *Command) error {
 	c.resetWithDefaults()
-	n, err := Validate(b, MaxDepth)
-	if err != nil {
-		return &DecodeError{Type: peekType(b), Reason: err.(*DecodeError).Reason}
+	var f rawFields
+	n, isMap, badKey, reason := f.scan(b)
+	if reason != "" {
+		return &DecodeError{Type: f.knownType(), Reason: reason}
 	}
 	if n != len(b) {
-		return &DecodeError{Type: peekType(b[:n]), Reason: reasonTrailing}
+		return &DecodeError{Type: f.knownType(), Reason: reasonTrailing}
 	}
-	if msgp.NextType(b) != msgp.MapType {
+	if !isMap {
 		return ErrNotMap
 	}
-	var f rawFields
-	badKey := f.collect(b)
 	kind := kindUnknown
 	if f.typ != nil {
 		s, _, ok := readStr(f.typ)
@@ -76,26 +79,75 @@ type rawFields struct {
 	roomID, lobbyID, msgID, msgIDs                    []byte
 }
 
-// collect records the raw value of every known key of the validated map b,
-// the last occurrence winning. It reports whether a key was not a str or bin.
-func (f *rawFields) collect(b []byte) (badKey bool) {
-	sz, rest, err := msgp.ReadMapHeaderBytes(b)
-	if err != nil {
-		return false
+// scan validates the one value at the start of b, as Decode's framing rules
+// say, and returns its length n. When it is a map (isMap), scan records the
+// raw value of every known key in f, the last occurrence winning, and
+// reports whether a key was not a str or bin. On failure reason is set and f
+// holds the keys read before the malformed part.
+func (f *rawFields) scan(b []byte) (n int, isMap, badKey bool, reason string) {
+	size, items, container, reason := valueHead(b)
+	if reason != "" {
+		return 0, false, false, reason
 	}
-	for range sz {
-		key, val, err := msgp.ReadMapKeyZC(rest)
-		if err != nil {
+	if !container || !isMapHead(b[0]) {
+		n, reason = validate(b, MaxDepth)
+		return n, false, false, envelopeReason(reason)
+	}
+	// Every value takes at least one byte, so a count above the bytes left
+	// is truncated whatever follows; the entries are still read as far as
+	// they are well-formed, for the best-effort Type of the error.
+	short := items > uint64(len(b)-size)
+	pos := size
+	for ; items > 0; items -= 2 {
+		kn, reason := validate(b[pos:], MaxDepth-1)
+		if reason != "" {
+			return 0, true, badKey, scanFailure(reason, false, short)
+		}
+		key, _, isStr := readStr(b[pos : pos+kn])
+		pos += kn
+		isData := isStr && string(key) == "data"
+		limit := MaxDepth - 1
+		if isData {
+			limit = MaxDataDepth
+		}
+		vn, reason := validate(b[pos:], limit)
+		if reason != "" {
+			return 0, true, badKey, scanFailure(reason, isData, short)
+		}
+		if isStr {
+			f.set(key, b[pos:pos+vn])
+		} else {
 			badKey = true
-			val = skip(rest)
 		}
-		next := skip(val)
-		if err == nil {
-			f.set(key, val[:len(val)-len(next)])
-		}
-		rest = next
+		pos += vn
 	}
-	return badKey
+	return pos, true, badKey, ""
+}
+
+// scanFailure is the reason of scan for a top-level entry that validate
+// refused with reason: nesting names the bound of `data` or of the envelope,
+// and a map declaring more entries than it has bytes (short) is truncated.
+func scanFailure(reason string, data, short bool) string {
+	switch {
+	case short:
+		return reasonTruncated
+	case reason == reasonTooDeep && data:
+		return reasonDataTooDeep
+	}
+	return envelopeReason(reason)
+}
+
+// isMapHead reports whether lead is the first byte of a msgpack map.
+func isMapHead(lead byte) bool {
+	return lead&0xf0 == 0x80 || lead == 0xde || lead == 0xdf
+}
+
+// envelopeReason names the envelope bound in a nesting failure of validate.
+func envelopeReason(reason string) string {
+	if reason == reasonTooDeep {
+		return reasonEnvelopeTooDeep
+	}
+	return reason
 }
 
 // set stores the raw value v of key.
@@ -142,36 +194,14 @@ func (f *rawFields) set(key, v []byte) {
 	}
 }
 
-// peekType returns the `type` string of the map at the start of b, reading
-// entries only as far as they are well-formed, or "" when there is none.
+// knownType returns the `type` recorded in f when it is a string, else "".
 // It gives a *DecodeError for a malformed frame its Type.
-func peekType(b []byte) string {
-	sz, rest, err := msgp.ReadMapHeaderBytes(b)
-	if err != nil {
+func (f *rawFields) knownType() string {
+	s, _, ok := readStr(f.typ)
+	if !ok {
 		return ""
 	}
-	typ := ""
-	for range sz {
-		key, val, keyErr := msgp.ReadMapKeyZC(rest)
-		if keyErr != nil {
-			n, err := Validate(rest, MaxDepth-1)
-			if err != nil {
-				return typ
-			}
-			val = rest[n:]
-		}
-		n, err := Validate(val, MaxDepth-1)
-		if err != nil {
-			return typ
-		}
-		if keyErr == nil && string(key) == "type" {
-			typ = ""
-			if s, _, ok := readStr(val); ok {
-				typ, _ = lookupType(s)
-			}
-		}
-		rest = val[n:]
-	}
+	typ, _ := lookupType(s)
 	return typ
 }
 

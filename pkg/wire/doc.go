@@ -10,9 +10,11 @@
 // (protocol.md §1.3). Decode turns a non-empty frame into a Command:
 //
 //   - The frame must be exactly one well-formed value. Validate checks this
-//     without recursion, with nesting bounded by MaxDepth and without ever
-//     allocating in proportion to a declared length, so hostile frames fail
-//     fast. Failures are *DecodeError values whose Reason is meant for the
+//     without recursion and without ever allocating in proportion to a
+//     declared length, so hostile frames fail fast. Nesting has two bounds:
+//     MaxDataDepth for the value of the top-level `data` key, counted from
+//     that value, and MaxDepth for the rest of the frame (the envelope).
+//     Failures are *DecodeError values whose Reason is meant for the
 //     `detail` of a bad_request error frame (protocol-decisions.md OQ-46).
 //   - A well-formed value that is not a map yields ErrNotMap (§1.3).
 //   - Keys may be str or bin, as may any string field (§1.6). Unknown keys
@@ -25,8 +27,8 @@
 //     literal true); see Command.
 //
 // DecodeJSON does the same for a JSON text frame (§1.3, OQ-45), by
-// converting it to msgpack first; invalid JSON is a *DecodeError, never a
-// crash.
+// converting it to msgpack first, with the same two nesting bounds; invalid
+// JSON is a *DecodeError, never a crash.
 //
 // FilterSpec.Normalize and PublishFilter validate and normalise filters
 // (§6.9, OQ-4, OQ-5, OQ-41).

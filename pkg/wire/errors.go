@@ -11,8 +11,8 @@ type DecodeError struct {
 	Type string
 	// Reason is a short lowercase phrase suitable for the `detail` of a
 	// bad_request error frame, e.g. "truncated msgpack value",
-	// "reserved byte 0xc1", "nesting deeper than 32" or
-	// "subscribe: topic must be a string".
+	// "reserved byte 0xc1", "envelope nesting deeper than 32",
+	// "data nesting deeper than 128" or "subscribe: topic must be a string".
 	Reason string
 }
 

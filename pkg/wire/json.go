@@ -28,8 +28,10 @@ import (
 // text, trailing data, and numbers out of the float64 range) gives a
 // *DecodeError whose Reason starts with "invalid json: "; the caller answers
 // it with ErrInvalidJSON and never closes the connection (OQ-45). Nesting
-// deeper than MaxDepth gives "nesting deeper than 32". All other errors are
-// Decode's.
+// has Decode's two bounds: the value of a top-level "data" key may nest
+// MaxDataDepth levels counted from itself ("data nesting deeper than 128"),
+// the rest MaxDepth levels, the outermost value being level 1 ("envelope
+// nesting deeper than 32"). All other errors are Decode's.
 func DecodeJSON(text []byte, c *Command, scratch []byte) ([]byte, error) {
 	start := len(scratch)
 	out, err := ConvertJSON(scratch, text)
@@ -42,8 +44,8 @@ func DecodeJSON(text []byte, c *Command, scratch []byte) ([]byte, error) {
 
 // ConvertJSON appends the MessagePack form of the single JSON value in text
 // to scratch (the conversion step of DecodeJSON, OQ-45). Invalid JSON, or
-// nesting deeper than MaxDepth, is a *DecodeError and leaves scratch as it
-// was.
+// nesting past MaxDepth or MaxDataDepth (see DecodeJSON), is a *DecodeError
+// and leaves scratch as it was.
 func ConvertJSON(scratch, text []byte) ([]byte, error) {
 	start := len(scratch)
 	out, err := appendJSON(scratch, text)
@@ -67,28 +69,48 @@ type container struct {
 const jsonHeaderReserve = 5
 
 // appendJSON converts the single JSON value in text to msgpack appended to
-// out. It does not recurse: containers are tracked on a stack bounded by
-// MaxDepth, their headers reserved and then shrunk to the shortest form when
-// they close.
+// out. It does not recurse: containers are tracked on a fixed stack of
+// 1+MaxDataDepth entries (the envelope and a `data` value at the bound),
+// their headers reserved and then shrunk to the shortest form when they
+// close.
 func appendJSON(out, text []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
-	var fixed [MaxDepth]container
+	var fixed [1 + MaxDataDepth]container
 	stack := fixed[:0]
+	// limit is how many containers may be open before another one opens:
+	// MaxDepth in the envelope, 1+MaxDataDepth inside the value of a
+	// top-level "data" key. dataKey reports that the token just read was
+	// that key.
+	limit, dataKey := MaxDepth, false
 	for started := false; !started || len(stack) > 0; started = true {
 		tok, err := dec.Token()
 		if err != nil {
 			return out, jsonError(err, !started)
 		}
+		dataValue := false
 		if len(stack) > 0 {
-			stack[len(stack)-1].tokens++
+			top := &stack[len(stack)-1]
+			top.tokens++
+			if len(stack) == 1 && top.isMap {
+				// Odd counts are keys (or the closing brace).
+				dataValue = dataKey && top.tokens%2 == 0
+				dataKey = top.tokens%2 == 1 && tok == "data"
+			}
 		}
 		switch t := tok.(type) {
 		case json.Delim:
 			switch t {
 			case '{', '[':
-				if len(stack) == MaxDepth {
-					return out, &DecodeError{Reason: "nesting deeper than " + strconv.Itoa(MaxDepth)}
+				if dataValue {
+					limit = 1 + MaxDataDepth
+				}
+				if len(stack) >= limit {
+					reason := reasonEnvelopeTooDeep
+					if limit > MaxDepth {
+						reason = reasonDataTooDeep
+					}
+					return out, &DecodeError{Reason: reason}
 				}
 				stack = append(stack, container{at: len(out), isMap: t == '{'})
 				out = append(out, make([]byte, jsonHeaderReserve)...)
@@ -97,6 +119,9 @@ func appendJSON(out, text []byte) ([]byte, error) {
 				stack = stack[:len(stack)-1]
 				top.tokens--
 				out = closeContainer(out, top)
+				if len(stack) == 1 {
+					limit = MaxDepth // back in the envelope
+				}
 			}
 		case string:
 			out = msgp.AppendString(out, t)

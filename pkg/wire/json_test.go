@@ -84,8 +84,9 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "array is not a map", give: `["type","auth"]`, wantErr: "ErrNotMap"},
 		{name: "string is not a map", give: `"auth"`, wantErr: "ErrNotMap"},
 		{name: "field rules apply", give: `{"type":"subscribe","topic":5}`, wantErr: "[subscribe] subscribe: topic must be a string"},
-		{name: "nesting of 33", give: `{"data":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, wantErr: "nesting deeper than 32"},
-		{name: "nesting of 10000", give: strings.Repeat("[", 10000), wantErr: "nesting deeper than 32"},
+		{name: "envelope nesting of 33", give: `{"extra":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, wantErr: "envelope nesting deeper than 32"},
+		{name: "nesting of 10000", give: strings.Repeat("[", 10000), wantErr: "envelope nesting deeper than 32"},
+		{name: "data nesting of 10000", give: `{"data":` + strings.Repeat("[", 10000), wantErr: "data nesting deeper than 128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,18 +5,39 @@ import (
 	"strconv"
 )
 
-// MaxDepth is the nesting bound for any inbound msgpack value: a frame whose
-// maps and arrays nest deeper than MaxDepth levels (the top-level map counts
-// as level 1) is rejected by Decode with a *DecodeError. The bound is checked
-// iteratively, so hostile nesting cannot exhaust the stack
-// (protocol-decisions.md D-4).
+// MaxDepth is the nesting bound for the envelope of an inbound message: the
+// top-level map and every value in it except `data` (the command fields,
+// `filters`, `msgIds`, unknown keys...). The top-level map counts as level 1,
+// so a field's value may nest MaxDepth-1 levels. A deeper frame is rejected by
+// Decode and DecodeJSON with a *DecodeError whose Reason is "envelope nesting
+// deeper than 32". The bound is checked iteratively, so hostile nesting cannot
+// exhaust the stack (protocol-decisions.md D-4).
 const MaxDepth = 32
+
+// MaxDataDepth is the nesting bound for the value of the top-level `data` key
+// (a publish or presence payload, passed through raw), counted in levels of
+// maps and arrays from the `data` value itself: a scalar is depth 0, {"a":1}
+// and [1] are depth 1, [[1]] depth 2, and the envelope around `data` does not
+// count. Deeper `data` is rejected by Decode and DecodeJSON with a
+// *DecodeError whose Reason is "data nesting deeper than 128". Like MaxDepth
+// it is checked iteratively, with a stack of at most MaxDataDepth entries.
+const MaxDataDepth = 128
 
 // Reasons shared by Validate and Decode.
 const (
 	reasonTruncated = "truncated msgpack value"
 	reasonReserved  = "reserved byte 0xc1"
 	reasonTrailing  = "trailing bytes after the message"
+	// reasonTooDeep is the internal result of validate for nesting past its
+	// bound; callers replace it with the reason naming their bound.
+	reasonTooDeep = "nesting too deep"
+)
+
+// The reasons of Decode and DecodeJSON for nesting past MaxDepth and
+// MaxDataDepth.
+var (
+	reasonEnvelopeTooDeep = "envelope nesting deeper than " + strconv.Itoa(MaxDepth)
+	reasonDataTooDeep     = "data nesting deeper than " + strconv.Itoa(MaxDataDepth)
 )
 
 // Validate walks exactly one msgpack value at the start of b and returns its
@@ -36,29 +57,64 @@ const (
 // Ext values of any type are well-formed and accepted (D-4 pass-through).
 // Validate does not recurse and never allocates in proportion to a declared
 // length: memory is bounded by the actual nesting, which maxDepth caps, and
-// for maxDepth <= MaxDepth it does not allocate at all.
+// for maxDepth <= MaxDataDepth it does not allocate at all.
 func Validate(b []byte, maxDepth int) (n int, err error) {
+	n, reason := validate(b, maxDepth)
+	if reason != "" {
+		if reason == reasonTooDeep {
+			reason = "nesting deeper than " + strconv.Itoa(maxDepth)
+		}
+		return 0, &DecodeError{Reason: reason}
+	}
+	return n, nil
+}
+
+// validate is Validate with the failure as a reason, reasonTooDeep for
+// nesting past maxDepth. A scalar is measured without setting up a stack.
+func validate(b []byte, maxDepth int) (n int, reason string) {
+	size, items, container, reason := valueHead(b)
+	if reason != "" || !container {
+		return size, reason
+	}
+	if maxDepth < 1 {
+		return 0, reasonTooDeep
+	}
+	// Every value takes at least one byte, so a count above the bytes left
+	// can never be satisfied: fail before looping.
+	if items > uint64(len(b)-size) {
+		return 0, reasonTruncated
+	}
+	if items == 0 {
+		return size, ""
+	}
 	// pending[i] is the number of values still to read in the i-th open
-	// container; a map of k entries holds 2k values.
+	// container; a map of k entries holds 2k values. The stack starts on
+	// this small array and moves to a larger one (walkDeep) only for a value
+	// nesting deeper than MaxDepth.
 	var fixed [MaxDepth]uint64
-	pending := fixed[:0]
-	pos := 0
+	return walk(b, size, append(fixed[:0], items), maxDepth)
+}
+
+// walk continues validate at b[pos:] with the containers of pending open.
+func walk(b []byte, pos int, pending []uint64, maxDepth int) (int, string) {
 	for {
 		size, items, container, reason := valueHead(b[pos:])
 		if reason != "" {
-			return 0, &DecodeError{Reason: reason}
+			return 0, reason
 		}
 		pos += size
 		if container {
 			if len(pending) >= maxDepth {
-				return 0, &DecodeError{Reason: "nesting deeper than " + strconv.Itoa(maxDepth)}
+				return 0, reasonTooDeep
 			}
-			// Every value takes at least one byte, so a count above the
-			// bytes left can never be satisfied: fail before looping.
 			if items > uint64(len(b)-pos) {
-				return 0, &DecodeError{Reason: reasonTruncated}
+				return 0, reasonTruncated
 			}
 			if items > 0 {
+				if len(pending) == MaxDepth && cap(pending) == MaxDepth {
+					// validate's small stack is full and maxDepth allows more.
+					return walkDeep(b, pos, pending, items, maxDepth)
+				}
 				pending = append(pending, items)
 				continue
 			}
@@ -73,9 +129,19 @@ func Validate(b []byte, maxDepth int) (n int, err error) {
 			pending = pending[:top]
 		}
 		if len(pending) == 0 {
-			return pos, nil
+			return pos, ""
 		}
 	}
+}
+
+// walkDeep moves the full stack pending of walk to one of MaxDataDepth
+// entries, opens a container of items values on it and goes on walking. A
+// bound above MaxDataDepth grows the stack further by append, in proportion
+// to the actual nesting only.
+func walkDeep(b []byte, pos int, pending []uint64, items uint64, maxDepth int) (int, string) {
+	var deep [MaxDataDepth]uint64
+	stack := append(append(deep[:0], pending...), items)
+	return walk(b, pos, stack, maxDepth)
 }
 
 // valueHead inspects the value starting at b[0]. For a scalar, str, bin or

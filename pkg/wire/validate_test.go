@@ -67,6 +67,14 @@ func TestValidate(t *testing.T) {
 		{name: "bound zero refuses any container", give: []byte{0x90}, maxDepth: -1, wantErr: "nesting deeper than -1"},
 		{name: "bound zero allows scalars", give: []byte{0x01}, maxDepth: -1, want: 1},
 		{name: "wide then deep", give: cat([]byte{0x93, 0x01, 0x02}, nested(31, []byte{0x03})), want: 3 + 32},
+		{name: "depth 128 allowed by the data bound", give: nested(128, []byte{1}), maxDepth: MaxDataDepth, want: 129},
+		{name: "depth 129 refused by the data bound", give: nested(129, []byte{1}), maxDepth: MaxDataDepth, wantErr: "nesting deeper than 128"},
+		{name: "depth 33 allowed by a bound of 33", give: nested(33, []byte{1}), maxDepth: 33, want: 34},
+		{name: "depth 34 refused by a bound of 33", give: nested(34, []byte{1}), maxDepth: 33, wantErr: "nesting deeper than 33"},
+		{name: "depth 200 allowed past the data bound", give: nested(200, []byte{1}), maxDepth: 200, want: 201},
+		{name: "open values on every level across both stacks", give: cat(repeat([]byte{0x92, 0x01}, 150), []byte{0x01}), maxDepth: 150, want: 301},
+		{name: "truncated past the small stack", give: nested(60, []byte{0x92, 0x01}), maxDepth: MaxDataDepth, wantErr: reasonTruncated},
+		{name: "reserved byte past the small stack", give: nested(60, []byte{0xc1}), maxDepth: MaxDataDepth, wantErr: reasonReserved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +89,7 @@ func TestValidate(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("Validate(% x) = %d, want %d", head(tt.give), got, tt.want)
 			}
-			if err == nil && maxDepth <= MaxDepth {
+			if err == nil {
 				rest, skipErr := msgp.Skip(tt.give)
 				if skipErr != nil || len(tt.give)-len(rest) != got {
 					t.Fatalf("msgp.Skip disagrees: %d bytes, %v", len(tt.give)-len(rest), skipErr)

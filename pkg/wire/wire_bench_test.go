@@ -34,3 +34,17 @@ func BenchmarkAppendMessage(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// BenchmarkDecodeDeepData decodes a publish whose data nests MaxDataDepth
+// levels, the path that moves the validation stack to its larger array.
+func BenchmarkDecodeDeepData(b *testing.B) {
+	frame := enc(kv{"type", "publish", "topic", "demo/general/deep", "data", raw(deepData(MaxDataDepth))})
+	var c Command
+	b.ReportAllocs()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		if err := Decode(frame, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tinylib/msgp/msgp"
@@ -19,6 +20,9 @@ func fuzzSeeds() [][]byte {
 		enc(kv{"type", "presence", "roomId", "general", "data", kv{"at", msgpTime()}}),
 		enc(kv{1, 2, "type", "ack"}),
 		enc(kv{"type", "publish", "data", raw(nested(40, []byte{0xc0}))}),
+		enc(kv{"type", "publish", "data", raw(deepData(MaxDataDepth))}),
+		enc(kv{"type", "presence", "roomId", "r", "data", raw(deepData(MaxDataDepth + 1))}),
+		enc(kv{"type", "subscribe", "extra", raw(deepData(MaxDepth))}),
 		{0xdf, 0xff, 0xff, 0xff, 0xff},
 		{0xdb, 0xff, 0xff, 0xff, 0xff, 'a'},
 		{0x81, 0xc1, 0xc0},
@@ -34,18 +38,33 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c Command
-		if err := Decode(b, &c); err != nil {
+		decodeErr := Decode(b, &c)
+		// The recursive reference: nesting is refused exactly when a bound
+		// is exceeded, whenever the frame is otherwise well-formed.
+		envelope, data, rest, refErr := frameDepths(b)
+		withinBounds := envelope <= MaxDepth && data <= MaxDataDepth
+		if reason := errString(decodeErr); refErr == nil && withinBounds &&
+			(strings.HasSuffix(reason, reasonEnvelopeTooDeep) || strings.HasSuffix(reason, reasonDataTooDeep)) {
+			t.Fatalf("Decode(% x) = %q, but the envelope nests %d and data %d", b, reason, envelope, data)
+		}
+		if decodeErr != nil {
 			return
 		}
-		if n, err := Validate(b, MaxDepth); err != nil || n != len(b) {
+		if refErr != nil || len(rest) != 0 || !withinBounds {
+			t.Fatalf("Decode accepted % x: reference %v, %d bytes left, envelope %d, data %d", b, refErr, len(rest), envelope, data)
+		}
+		if n, err := Validate(b, 1+MaxDataDepth); err != nil || n != len(b) {
 			t.Fatalf("Decode accepted % x but Validate = %d, %v", b, n, err)
 		}
-		for _, v := range [][]byte{c.Data, c.Filters.Raw} {
-			if v == nil {
+		for _, v := range []struct {
+			raw      []byte
+			maxDepth int
+		}{{c.Data, MaxDataDepth}, {c.Filters.Raw, MaxDepth - 1}} {
+			if v.raw == nil {
 				continue
 			}
-			if n, err := Validate(v, MaxDepth); err != nil || n != len(v) {
-				t.Fatalf("aliased value % x is not exactly one value: %d, %v", v, n, err)
+			if n, err := Validate(v.raw, v.maxDepth); err != nil || n != len(v.raw) {
+				t.Fatalf("aliased value % x is not exactly one value: %d, %v", v.raw, n, err)
 			}
 		}
 		if c.HasData != (c.Data != nil) {
@@ -67,9 +86,15 @@ func FuzzValidate(f *testing.F) {
 		f.Add(s, MaxDepth)
 	}
 	f.Add([]byte{0x91, 0x91, 0x90}, 2)
+	f.Add(deepData(MaxDataDepth), MaxDataDepth)
+	f.Add(nested(MaxDataDepth+1, []byte{0x01}), MaxDataDepth)
+	f.Add(nested(MaxDataDepth+10, []byte{0x01}), MaxDataDepth+20)
 	f.Fuzz(func(t *testing.T, b []byte, maxDepth int) {
-		maxDepth %= 2 * MaxDepth
+		// Bounds up to twice MaxDataDepth exercise every stack: the small
+		// one, the MaxDataDepth one and growth past it.
+		maxDepth %= 2 * MaxDataDepth
 		n, err := Validate(b, maxDepth)
+		depth, _, refErr := depthOf(b)
 		if err != nil {
 			if n != 0 {
 				t.Fatalf("Validate failed with n = %d", n)
@@ -77,7 +102,13 @@ func FuzzValidate(f *testing.F) {
 			if _, ok := err.(*DecodeError); !ok {
 				t.Fatalf("Validate error %T, want *DecodeError", err)
 			}
+			if refErr == nil && depth <= max(maxDepth, 0) && strings.HasPrefix(errString(err), "nesting deeper") {
+				t.Fatalf("Validate(% x, %d) = %v, but the value nests %d", b, maxDepth, err, depth)
+			}
 			return
+		}
+		if refErr != nil || depth > max(maxDepth, 0) {
+			t.Fatalf("Validate(% x, %d) accepted a value nesting %d (reference error %v)", b, maxDepth, depth, refErr)
 		}
 		if n < 1 || n > len(b) {
 			t.Fatalf("Validate(% x) = %d, outside 1..%d", b, n, len(b))
@@ -97,6 +128,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"type":"auth","token":"x","protocolVersion":2.5}`,
 		`{"data":[1,-1,1.5e300,18446744073709551615,"s",true,null,{"a":[]}]}`,
 		`[[[[]]]]`, `{`, ``, `{} {}`, `"x"`,
+		`{"type":"publish","data":` + strings.Repeat(`{"a":[`, MaxDataDepth/2) + `"leaf"` + strings.Repeat(`]}`, MaxDataDepth/2) + `}`,
+		`{"type":"publish","data":` + strings.Repeat(`[`, MaxDataDepth+1) + strings.Repeat(`]`, MaxDataDepth+1) + `}`,
+		`{"extra":` + strings.Repeat(`[`, MaxDepth) + strings.Repeat(`]`, MaxDepth) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -110,10 +144,20 @@ func FuzzDecodeJSON(f *testing.F) {
 			if _, isDecodeErr := err.(*DecodeError); !isDecodeErr && err != ErrNotMap {
 				t.Fatalf("DecodeJSON error %T %v", err, err)
 			}
+			// The JSON bounds are Decode's: what converts never nests too
+			// deep for Decode.
+			reason := errString(err)
+			tooDeep := strings.HasSuffix(reason, reasonEnvelopeTooDeep) || strings.HasSuffix(reason, reasonDataTooDeep)
+			if _, convErr := ConvertJSON(nil, text); tooDeep && convErr == nil {
+				t.Fatalf("DecodeJSON(%q): converted, then Decode refused it: %q", text, reason)
+			}
 			return
 		}
-		if n, verr := Validate(out, MaxDepth); verr != nil || n != len(out) {
+		if n, verr := Validate(out, 1+MaxDataDepth); verr != nil || n != len(out) {
 			t.Fatalf("DecodeJSON(%q) produced % x: %d, %v", text, out, n, verr)
+		}
+		if envelope, data, _, refErr := frameDepths(out); refErr != nil || envelope > MaxDepth || data > MaxDataDepth {
+			t.Fatalf("DecodeJSON(%q) accepted envelope nesting %d, data %d (%v)", text, envelope, data, refErr)
 		}
 	})
 }
