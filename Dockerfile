@@ -19,10 +19,13 @@ WORKDIR /app
 COPY --from=build /out/kraken /app/kraken
 COPY examples/auth.json /app/examples/auth.json
 ENV AUTH_FILE=/app/examples/auth.json WS_PORT=8080
-# 8080: WebSocket (/ws) and HTTP (/health). 1883: MQTT ingress (reserved).
-EXPOSE 8080 1883
+# 8080: WebSocket (/ws) and HTTP (/health). MQTT (1883) is not exposed: there
+# is no MQTT listener yet.
+EXPOSE 8080
 USER nonroot:nonroot
-# No HEALTHCHECK: distroless has no shell and no curl, and kraken has no
-# self-check subcommand. Probe GET /health from outside the container
-# (load balancer, orchestrator, or `curl localhost:8080/health`).
+# Distroless has no shell and no curl: kraken checks itself. `kraken health`
+# GETs http://127.0.0.1:$WS_PORT/health and exits 0 on {"status":"ok"}, 1
+# otherwise (2 s timeout).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["/app/kraken", "health"]
 ENTRYPOINT ["/app/kraken"]

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,20 +99,25 @@ func (e *cliEnv) startSub(token string, args ...string) *sub {
 		e.t.Fatal(err)
 	}
 	s := &sub{cmd: cmd, lines: make(chan string, 100), errs: make(chan string, 100), done: make(chan struct{})}
+	// Wait closes the pipes once the process exits, so it runs only after
+	// both have been read to the end: a line still in a pipe would be lost.
+	var pumps sync.WaitGroup
 	pump := func(r io.Reader, ch chan string) {
+		defer pumps.Done()
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			ch <- sc.Text()
 		}
 		close(ch)
 	}
+	pumps.Add(2)
 	go pump(stdout, s.lines)
 	go pump(stderr, s.errs)
 	e.t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-s.done
 	})
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	go func() { pumps.Wait(); _ = cmd.Wait(); close(s.done) }()
 	topics := 0
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") && strings.Contains(a, "/") {
@@ -153,7 +159,8 @@ func (e *cliEnv) line(s *sub) string {
 			for l := range s.errs {
 				errs = append(errs, l)
 			}
-			e.t.Fatalf("kraken sub ended without printing a message; stderr:\n%s", strings.Join(errs, "\n"))
+			<-s.done
+			e.t.Fatalf("kraken sub ended (%v) without printing a message; stderr:\n%s", s.cmd.ProcessState, strings.Join(errs, "\n"))
 		}
 		return l
 	case <-time.After(10 * time.Second):
@@ -188,7 +195,7 @@ func TestCLIPubSubJSON(t *testing.T) {
 		Timestamp string          `json:"timestamp"`
 		MsgID     string          `json:"msgId"`
 	}
-	raw := e.next(s.lines)
+	raw := e.line(s)
 	if err := json.Unmarshal([]byte(raw), &line); err != nil {
 		t.Fatalf("%q: %v", raw, err)
 	}
@@ -202,7 +209,7 @@ func TestCLIPubSubJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pub: exit %d: %s", code, errs)
 	}
-	raw = e.next(s.lines)
+	raw = e.line(s)
 	if !strings.Contains(raw, `"topic":"demo/general/other","data":[1,2.5,null]`) {
 		t.Fatalf("line %s", raw)
 	}

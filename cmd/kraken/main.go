@@ -3,7 +3,8 @@
 // MessagePack frames.
 //
 // Every setting is an environment variable and a flag; `kraken -h` lists
-// them with their defaults.
+// them with their defaults. SIGINT and SIGTERM shut the broker down
+// gracefully; SIGHUP reloads the token file at once and never stops it.
 package main
 
 import (
@@ -52,6 +53,8 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			return runSub(args[1:], lookup, stdout, stderr)
 		case "presence":
 			return runPresence(args[1:], lookup, stdout, stderr)
+		case "health":
+			return runHealth(args[1:], lookup, stdout, stderr)
 		}
 	}
 	cfg, err := config.Load(args, lookup, stderr)
@@ -70,7 +73,12 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return serve(ctx, cfg, log, stderr)
+	// SIGHUP reloads the token file (systemctl reload). It stays caught
+	// until the process exits, so one arriving during shutdown is dropped
+	// instead of ending the process with status 129.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return serve(ctx, cfg, log, stderr, hup)
 }
 
 // commandsUsage is printed before the settings table by `kraken -h`.
@@ -78,6 +86,7 @@ const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the defau
        kraken pub TOPIC DATA      publish one message (kraken pub -h)
        kraken sub TOPIC...        print the messages of topics (kraken sub -h)
        kraken presence ROOM       show who is in a room (kraken presence -h)
+       kraken health              check a running broker's /health (kraken health -h)
        kraken print-env           print every setting with its default, as NAME=value
        kraken version             print the version
 

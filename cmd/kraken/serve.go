@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 
@@ -25,14 +26,17 @@ import (
 const tokenCacheEntries = 100_000
 
 // serve runs the broker until ctx is cancelled, then shuts down within
-// cfg.ShutdownTimeout.
-func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer) int {
-	authn, closeAuth, err := newAuthenticator(cfg, log)
+// cfg.ShutdownTimeout. Every value received on hup (SIGHUP) reloads the
+// token file once the server has started (authBackend.reload); values
+// received before that are handled then, and those after ctx is cancelled
+// are ignored.
+func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer, hup <-chan os.Signal) int {
+	backend, err := newAuthenticator(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kraken: %v\n", err)
 		return exitConfig
 	}
-	defer closeAuth()
+	defer backend.close()
 	msgStore := newStore(cfg)
 	if c, ok := msgStore.(store.Closer); ok {
 		defer func() { _ = c.Close() }()
@@ -43,7 +47,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	srv, err := server.New(server.Config{
 		Addr:            net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
-		Auth:            auth.NewCache(authn, cfg.TokenCacheTTL, tokenCacheEntries, nil),
+		Auth:            auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil),
 		MaxFrameSize:    cfg.MaxFrameSize,
 		MaxMessageSize:  cfg.MaxMessageSize,
 		RecordMessages:  cfg.RecordMessages,
@@ -51,6 +55,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		Broker:          local.Broker{}, // BROKER_BACKEND=local, the only backend of this build
 		RateLimit:       cfg.RateLimit,
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
+		ErrorFloodLimit: cfg.ErrorFloodLimit,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
 		Hub: hub.Config{
@@ -60,6 +65,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 			HandshakeTimeout:   cfg.HandshakeTimeout,
 			AuthTimeout:        cfg.AuthTimeout,
 			IdleTimeout:        cfg.IdleTimeout,
+			FrameTimeout:       cfg.FrameTimeout,
 			RevalidateInterval: cfg.RevalidateInterval,
 			RetainTTL:          cfg.RetainTTL,
 		},
@@ -72,6 +78,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		fmt.Fprintf(stderr, "kraken: listen: %v\n", err)
 		return exitFail
 	}
+	// Started only now: a reload runs the hub's revalidation (OnChange).
+	reloader := reloadOnSignal(ctx, hup, backend.reload)
+	defer func() { <-reloader }() // before backend.close
 	log.Info("kraken started", zap.String("version", version), zap.Int("workers", workers),
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))
 	<-ctx.Done()
@@ -86,19 +95,75 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	return exitOK
 }
 
+// authBackend is the auth backend serve runs with.
+type authBackend struct {
+	// authn answers Validate and Revalidate; for the token file it is a
+	// *static.Static, which also implements auth.Notifier.
+	authn auth.Authenticator
+	// reload is what SIGHUP does: reload the token file and log the result.
+	// It never fails the process.
+	reload func()
+	// close stops the backend's goroutines.
+	close func()
+}
+
 // newAuthenticator picks the auth backend (protocol.md §4.1, D-1): the token
-// file, or every token accepted with AUTH_ALLOW_ALL=true.
-func newAuthenticator(cfg config.Config, log *zap.Logger) (auth.Authenticator, func(), error) {
+// file, or every token accepted with AUTH_ALLOW_ALL=true. The error, from
+// static.New, wraps static.ErrRead or static.ErrParse.
+func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 	if cfg.AuthAllowAll {
 		log.Warn("AUTH_ALLOW_ALL=true: every token is accepted with full access to every topic; never use this in production")
-		return static.AllowAll{}, func() {}, nil
+		return authBackend{
+			authn: static.AllowAll{},
+			reload: func() {
+				log.Info("SIGHUP: AUTH_ALLOW_ALL=true, there is no token file to reload")
+			},
+			close: func() {},
+		}, nil
 	}
 	st, err := static.New(static.Config{Path: cfg.AuthFile, Logger: log.Named("auth.static")})
 	if err != nil {
-		return nil, nil, err
+		return authBackend{}, err
 	}
 	log.Info("token file loaded", zap.String("path", cfg.AuthFile), zap.Int("tokens", st.Stats().Tokens))
-	return st, func() { _ = st.Close() }, nil
+	return authBackend{
+		authn:  st,
+		reload: func() { reloadTokenFile(st, cfg.AuthFile, log) },
+		close:  func() { _ = st.Close() },
+	}, nil
+}
+
+// reloadTokenFile is SIGHUP with the token file: the same Static.Reload the
+// file watcher calls, so a valid file replaces the token set, flushes the
+// token cache and revalidates every live connection (OnChange), and a
+// broken one is logged at error level by Reload ("Failed to parse auth file
+// <path>: <reason>") while the last valid tokens stay in force (D-1).
+func reloadTokenFile(st *static.Static, path string, log *zap.Logger) {
+	if err := st.Reload(); err != nil {
+		log.Warn("token file not reloaded on SIGHUP; the last valid tokens stay in force",
+			zap.String("path", path), zap.Int("tokens", st.Stats().Tokens), zap.Error(err))
+		return
+	}
+	log.Info("token file reloaded on SIGHUP", zap.String("path", path), zap.Int("tokens", st.Stats().Tokens))
+}
+
+// reloadOnSignal calls reload on its own goroutine for every value received
+// on hup until ctx is done. The returned channel is closed once that
+// goroutine has returned, after any reload in progress.
+func reloadOnSignal(ctx context.Context, hup <-chan os.Signal, reload func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	}()
+	return done
 }
 
 // newStore picks the message store (STORE_BACKEND): in memory, bounded by

@@ -122,7 +122,8 @@ func startBroker(t *testing.T, shell string, env ...string) *broker {
 }
 
 // TestServeHealthAndGracefulShutdown: the quickstart's health check, then
-// SIGTERM closes a connected client with 1001 and exits 0.
+// SIGTERM closes every connection, authenticated or not, with 1012 (never
+// 1001, which the Python SDK treats as final: case 001) and exits 0.
 func TestServeHealthAndGracefulShutdown(t *testing.T) {
 	b := startBroker(t, "")
 	resp, err := http.Get("http://" + b.addr + "/health")
@@ -136,9 +137,16 @@ func TestServeHealthAndGracefulShutdown(t *testing.T) {
 	}
 	bob := testpeer.Dial(t, b.addr)
 	bob.Auth("dev-token-bob")
+	alice := testpeer.Dial(t, b.addr)
+	alice.Auth("dev-token-alice", "protocolVersion", 2)
+	anonymous := testpeer.Dial(t, b.addr)
+	anonymous.SendFrame(ws.NewPingFrame(nil))
+	anonymous.Expect() // the pong: registered before the signal
 	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	if code, _ := bob.ExpectClose(); code != ws.StatusGoingAway {
-		t.Fatalf("close code %d, want 1001", code)
+	for name, p := range map[string]*testpeer.Peer{"bob": bob, "alice": alice, "unauthenticated": anonymous} {
+		if code, reason := p.ExpectClose(); code != 1012 || reason != "server shutting down" {
+			t.Fatalf("%s: close %d %q, want 1012 \"server shutting down\"", name, code, reason)
+		}
 	}
 	select {
 	case err := <-b.done:

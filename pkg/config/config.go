@@ -46,9 +46,13 @@ type Config struct {
 	// MaxFrameSize is the largest WebSocket frame accepted, in bytes
 	// (MAX_FRAME_SIZE, 1048576; protocol.md §1.2). At least MaxMessageSize.
 	MaxFrameSize int
-	// IdleTimeout closes a connection that sends nothing for this long
-	// (IDLE_TIMEOUT_SECONDS, 60 s; OQ-44).
+	// IdleTimeout closes a connection that sends no complete frame for this
+	// long (IDLE_TIMEOUT_SECONDS, 60 s; OQ-44), with 4000 idle_timeout.
 	IdleTimeout time.Duration
+	// FrameTimeout closes, with 1008 frame_timeout, a connection whose frame
+	// or fragmented message has been in progress for this long
+	// (FRAME_TIMEOUT_SECONDS, 30 s).
+	FrameTimeout time.Duration
 	// AuthTimeout closes a connection that has not authenticated within this
 	// long (AUTH_TIMEOUT_SECONDS, 30 s; OQ-44).
 	AuthTimeout time.Duration
@@ -63,9 +67,14 @@ type Config struct {
 	// RateLimit is the publishes per second per connection when the token
 	// sets none (RATE_LIMIT, 50; OQ-6).
 	RateLimit int
-	// ErrorFrameLimit caps error frames per second per connection
-	// (ERROR_FRAME_LIMIT, 10; OQ-67).
+	// ErrorFrameLimit caps, per second per connection, the error frames that
+	// answer no request (ERROR_FRAME_LIMIT, 10; OQ-67 amended); answers are
+	// never dropped.
 	ErrorFrameLimit int
+	// ErrorFloodLimit closes, with 1008 too_many_errors, a connection that
+	// provokes more error frames than this in one second
+	// (ERROR_FLOOD_LIMIT, 1000; OQ-67 amended).
+	ErrorFloodLimit int
 	// MaxAuthFailures closes a connection after this many failed auth
 	// attempts (MAX_AUTH_FAILURES, 5; OQ-65).
 	MaxAuthFailures int

@@ -3,10 +3,11 @@ package hub
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/gobwas/ws"
 	"golang.org/x/sys/unix"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
@@ -50,15 +51,20 @@ type Conn struct {
 	w  *worker
 	fd int32
 
-	created  int64 // unix ns
-	lastRead atomic.Int64
-	phase    atomic.Uint32
-	sess     atomic.Pointer[Session]
-	replies  atomic.Int32 // replies a worker still owes the connection
+	created    int64        // unix ns
+	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
+	frameStart atomic.Int64 // unix ns the frame or message in progress began; 0 when none
+	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
+	phase      atomic.Uint32
+	sess       atomic.Pointer[Session]
+	replies    atomic.Int32 // replies a worker still owes the connection
 
 	// Guarded by wmu.
 	wmu      sync.Mutex
-	closed   bool      // the transport is closed or closing: drop writes
+	closed   bool // the transport is closed: drop writes
+	closing  bool // a close was decided: only the queue and the close frame still go out
+	shut     bool // the write side is shut down (after the close frame)
+	reason   disconnect.Reason
 	out      [][]byte  // queued frames, oldest first; out[0] may be partly written
 	inline   [1][]byte // backing store of out while it holds one frame: no allocation per delivery
 	outBytes int
@@ -101,12 +107,30 @@ func (c *Conn) PendingReplies() int32 { return c.replies.Load() }
 func (c *Conn) Closed() bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.closed
+	return c.closed || c.closing
 }
 
-// Touch records inbound activity at now; the idle timeout counts from the
-// last Touch.
+// CloseReason returns why the connection was closed by the broker, or 0
+// while it is open or when the peer went away without a close decision.
+func (c *Conn) CloseReason() disconnect.Reason {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.reason
+}
+
+// Touch records a complete inbound frame (or HTTP request) at now, in unix
+// ns: the idle timeout counts from the last Touch. Bytes of a frame that
+// has not completed do not count (see SetFrameStart).
 func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
+
+// SetFrameStart records, in unix ns, when the frame or fragmented message
+// now in progress began; 0 says none is. A message in progress for longer
+// than Config.FrameTimeout, or still in progress at the idle deadline, is
+// closed with disconnect.FrameTimeout.
+func (c *Conn) SetFrameStart(ns int64) { c.frameStart.Store(ns) }
+
+// FrameStart returns what SetFrameStart last recorded.
+func (c *Conn) FrameStart() int64 { return c.frameStart.Load() }
 
 // Write queues frame for the connection. frame must stay unmodified until it
 // is written: callers pass frames they never touch again. It returns false
@@ -140,7 +164,7 @@ func (c *Conn) Flush() {
 }
 
 func (c *Conn) appendLocked(frame []byte) bool {
-	if c.closed || c.slow {
+	if c.closed || c.closing || c.slow {
 		return false
 	}
 	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
@@ -151,8 +175,7 @@ func (c *Conn) appendLocked(frame []byte) bool {
 			clear(c.out[1:])
 			c.out, c.outBytes = c.out[:1], len(c.out[0])
 		}
-		c.w.h.stats.slowConsumers.Add(1)
-		c.w.post(op{kind: opClose, c: c, code: ws.StatusPolicyViolation, reason: "slow_consumer"})
+		c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
 		return false
 	}
 	if c.out == nil {
@@ -198,6 +221,12 @@ func (c *Conn) flushLocked() {
 	if c.outBytes == 0 {
 		c.inline[0] = nil
 		c.out = nil // a larger backing array is released; the inline one is reused
+		if c.closing && !c.shut && !c.closed {
+			// The close frame is out: send FIN after it and keep reading
+			// until the peer closes or the sweep's deadline (closeWith).
+			c.shut = true
+			_ = unix.Shutdown(int(c.fd), unix.SHUT_WR)
+		}
 	}
 }
 
@@ -233,22 +262,36 @@ func (c *Conn) markClosed() {
 	c.wmu.Unlock()
 }
 
-// closeWith writes a close frame (best effort, RFC 6455 §5.5.1) and closes
-// the transport. Safe to call more than once.
-func (c *Conn) closeWith(code ws.StatusCode, reason string) {
+// closeWith closes c for d (safe from any goroutine, more than once: the
+// first decision wins). What is queued stays queued, except after a slow
+// consumer overflow, whose queue was already cut to its partly written head;
+// the close frame goes after it (RFC 6455 §5.5.1, none before the upgrade).
+// Once the queue is written, the write side is shut down (FIN), and the
+// socket is released when the peer closes its side or, at the latest,
+// Config.CloseTimeout later by the worker's sweep: closing a socket with
+// unread input would make the kernel send RST, which discards the close
+// frame still on its way (RFC 6455 §7.1.1, §7.1.7).
+func (c *Conn) closeWith(d disconnect.Disconnect) {
 	c.wmu.Lock()
-	if c.closed {
+	if c.closed || c.closing {
 		c.wmu.Unlock()
 		return
 	}
-	c.slow = false // the close frame must go out even after an overflow
-	if c.Phase() != PhaseHandshake {
-		c.out = append(c.out, wsframe.Close(code, reason))
-		c.outBytes += len(c.out[len(c.out)-1])
-		c.flushLocked()
+	c.closing, c.slow, c.reason = true, false, d.Reason
+	if d.SendsFrame() && c.Phase() != PhaseHandshake {
+		f := wsframe.Close(d.StatusCode(), d.Message())
+		if c.out == nil {
+			c.out = c.inline[:0:1]
+		}
+		c.out = append(c.out, f)
+		c.outBytes += len(f)
 	}
-	c.closed = true
-	c.out, c.outBytes = nil, 0
+	c.closeAt.Store(time.Now().UnixNano() + int64(c.w.h.cfg.CloseTimeout))
+	c.flushLocked()
 	c.wmu.Unlock()
-	_ = c.t.Close()
+	c.w.h.stats.closed[d.Reason].Add(1)
 }
+
+// release closes the transport now (the close deadline passed, or the hub
+// is stopping).
+func (c *Conn) release() { _ = c.t.Close() }

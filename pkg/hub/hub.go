@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gobwas/ws"
 	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 )
 
 // Config tunes a Hub. Zero fields take the documented defaults.
@@ -25,10 +26,18 @@ type Config struct {
 	// MaxSubscriptions caps the subscriptions of one connection; 0 means 1000.
 	MaxSubscriptions int
 	// HandshakeTimeout closes a connection that has not completed its HTTP
-	// upgrade (0 means 10 s); AuthTimeout one that has not authenticated
-	// (0 means 30 s, close 4008, OQ-44); IdleTimeout one that sent nothing
-	// (0 means 60 s, close 1000, protocol.md §1.2).
-	HandshakeTimeout, AuthTimeout, IdleTimeout time.Duration
+	// upgrade (0 means 10 s, HTTP 408); AuthTimeout one that has not
+	// authenticated (0 means 30 s, close 4008, OQ-44); IdleTimeout one that
+	// sent no complete frame (0 means 60 s, close 4000 idle_timeout,
+	// protocol.md §1.2, D-5); FrameTimeout one whose frame or fragmented
+	// message in progress has not completed within it, or by the idle
+	// deadline (0 means 30 s, close 1008 frame_timeout).
+	HandshakeTimeout, AuthTimeout, IdleTimeout, FrameTimeout time.Duration
+	// CloseTimeout is how long a closed connection's socket is kept after
+	// its close frame, reading and discarding input, for the peer to close
+	// its side (RFC 6455 §7.1.1); the sweep then releases it. A slow
+	// consumer's close frame must be written within it too. 0 means 1 s.
+	CloseTimeout time.Duration
 	// RevalidateInterval is the age after which a session's grant is checked
 	// again (OQ-9); 0 means 600 s.
 	RevalidateInterval time.Duration
@@ -73,6 +82,12 @@ func (c *Config) setDefaults() {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 60 * time.Second
 	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = 30 * time.Second
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = time.Second
+	}
 	if c.RevalidateInterval <= 0 {
 		c.RevalidateInterval = 600 * time.Second
 	}
@@ -98,12 +113,17 @@ type Stats struct {
 	Publications  uint64 // publications fanned out
 	Deliveries    uint64 // message frames queued to connections
 	SlowConsumers uint64 // connections closed for exceeding OutboundMaxBytes
-	IdleClosed    uint64 // connections closed by the idle, auth or handshake deadline
+	IdleClosed    uint64 // connections closed by the idle, frame, auth or handshake deadline
+	// Closed counts the connections the broker closed, by reason (indexed
+	// by disconnect.Reason; peers that went away on their own are not
+	// counted).
+	Closed [disconnect.NumReasons]uint64
 }
 
 type counters struct {
-	conns, subs, groups        atomic.Int64
-	pubs, slowConsumers, idles atomic.Uint64
+	conns, subs, groups atomic.Int64
+	pubs                atomic.Uint64
+	closed              [disconnect.NumReasons]atomic.Uint64
 }
 
 // Hub is the worker pool. Create it with New, then Start it.
@@ -155,11 +175,16 @@ func (h *Hub) Closed(c *Conn) {
 	c.w.post(op{kind: opUnregister, c: c})
 }
 
-// Close writes a close frame with code and reason to c and closes it, on c's
-// worker.
-func (h *Hub) Close(c *Conn, code ws.StatusCode, reason string) {
-	c.w.post(op{kind: opClose, c: c, code: code, reason: reason})
+// Close closes c for d on c's worker: the close frame follows what is
+// already queued (see disconnect for the codes).
+func (h *Hub) Close(c *Conn, d disconnect.Disconnect) {
+	c.w.post(op{kind: opClose, c: c, close: d})
 }
+
+// CloseNow closes c for d from the calling goroutine, behind what is
+// already queued; the reader uses it so that nothing it reads later is
+// answered.
+func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.closeWith(d) }
 
 // Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
 // and then writes spec.Reply (protocol.md §3.3 step 5: re-subscribing
@@ -177,6 +202,17 @@ func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
 func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
 	c.ExpectReply()
 	c.w.post(op{kind: opUnsubscribe, c: c, pattern: pattern, reply: reply})
+}
+
+// SetFilters replaces the filters of c's subscription to pattern in place,
+// keeping its QoS and load-balancing settings (protocol.md §6.9, OQ-61): no
+// retained message is sent again. Exactly one of ok (once the new filters
+// are in force) and notSub (c has no such subscription) is written, as an
+// expected reply.
+func (h *Hub) SetFilters(c *Conn, pattern string, filters []string, ok, notSub []byte) {
+	c.ExpectReply()
+	c.w.post(op{kind: opSetFilters, c: c, pattern: pattern, filters: filters, reply: ok,
+		spec: &SubSpec{TooMany: notSub}})
 }
 
 // Run calls fn(c) on c's worker, where it may use the worker-only methods of
@@ -224,32 +260,44 @@ func (h *Hub) RevalidationDone(c *Conn) {
 
 // Stats returns the current counters.
 func (h *Hub) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Connections:   h.stats.conns.Load(),
 		Subscriptions: h.stats.subs.Load(),
 		Groups:        h.stats.groups.Load(),
 		Publications:  h.stats.pubs.Load(),
 		Deliveries:    h.deliveries(),
-		SlowConsumers: h.stats.slowConsumers.Load(),
-		IdleClosed:    h.stats.idles.Load(),
 	}
+	for i := range st.Closed {
+		st.Closed[i] = h.stats.closed[i].Load()
+	}
+	st.SlowConsumers = st.Closed[disconnect.SlowConsumer]
+	st.IdleClosed = st.Closed[disconnect.IdleTimeout] + st.Closed[disconnect.FrameTimeout] +
+		st.Closed[disconnect.AuthTimeout] + st.Closed[disconnect.HandshakeTimeout]
+	return st
 }
 
-// Shutdown closes every connection with 1001 (going away), flushing what it
-// can, then stops the workers. It returns ctx.Err() if the workers did not
-// finish in time.
+// Shutdown closes every connection with 1012 (disconnect.Shutdown) after
+// what is queued to it, waits up to Config.CloseTimeout for the peers to
+// close their side (so no close frame is lost to a reset), releases the
+// sockets left, and stops the workers. It returns ctx.Err() if the workers
+// did not finish in time.
 func (h *Hub) Shutdown(ctx context.Context) error {
-	done := make(chan struct{})
-	var pending sync.WaitGroup
-	for _, w := range h.workers {
-		pending.Add(1)
-		w.post(op{kind: opRun, fn: func(*Conn) { w.closeAll(); pending.Done() }})
+	h.each(ctx, func(w *worker) { w.closeAll(disconnect.New(disconnect.Shutdown)) })
+	linger := time.NewTimer(h.cfg.CloseTimeout)
+	defer linger.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for h.stats.conns.Load() > 0 {
+		select {
+		case <-poll.C:
+		case <-linger.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
 	}
-	go func() { pending.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	h.each(ctx, (*worker).releaseAll)
 	close(h.stop)
 	for _, w := range h.workers {
 		w.in.close()
@@ -261,6 +309,21 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// each runs fn on every worker and waits for all of them, or for ctx.
+func (h *Hub) each(ctx context.Context, fn func(*worker)) {
+	var pending sync.WaitGroup
+	for _, w := range h.workers {
+		pending.Add(1)
+		w.post(op{kind: opRun, fn: func(*Conn) { fn(w); pending.Done() }})
+	}
+	done := make(chan struct{})
+	go func() { pending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

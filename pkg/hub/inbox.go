@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gobwas/ws"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 )
 
 type opKind uint8
@@ -20,6 +20,7 @@ const (
 	opRun
 	opMemberAdd
 	opMemberRemove
+	opMemberFilters
 )
 
 // op is one unit of work for a worker. Only the fields its kind needs are
@@ -32,8 +33,8 @@ type op struct {
 	member  *member
 	pattern string
 	reply   []byte
-	code    ws.StatusCode
-	reason  string
+	close   disconnect.Disconnect
+	filters []string
 	fn      func(*Conn)
 }
 

@@ -101,21 +101,22 @@ func (c *Conn) Subscriptions() []Subscription {
 	return out
 }
 
-// SetFilters replaces the filters of c's subscription to pattern, keeping its
-// QoS and load-balancing settings (OQ-61). It reports false when c has no
-// such subscription. Call it only from Hub.Run.
-func (c *Conn) SetFilters(pattern string, filters []string) bool {
+// setFilters replaces the filters of c's subscription to pattern in place
+// (Hub.SetFilters). A broadcast subscription is changed here, in the table
+// entry itself; a load-balanced one on its group's worker, which then writes
+// ok, so the reply follows the change either way.
+func (w *worker) setFilters(c *Conn, pattern string, filters []string, ok []byte, spec *SubSpec) {
 	s := c.findSub(pattern)
-	if s == nil {
-		return false
+	if s == nil || c.idx < 0 {
+		w.reply(c, spec.TooMany)
+		return
 	}
-	w := c.w
-	spec := s.spec()
-	spec.Filters = filters
-	w.detach(s)
-	c.unlinkSub(s)
-	w.subscribe(c, &spec)
-	return true
+	s.filters = filters
+	if s.m == nil {
+		w.reply(c, ok)
+		return
+	}
+	w.h.groupWorker(s.group).post(op{kind: opMemberFilters, member: s.m, filters: filters, reply: ok})
 }
 
 // DropSubscription removes c's subscription to pattern (after a revalidation

@@ -4,8 +4,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gobwas/ws"
 	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 )
 
 // retryEvery is how often a worker retries connections whose socket was full.
@@ -123,7 +124,12 @@ func (w *worker) handle(o *op) {
 	case opPublish:
 		w.fanOut(o.pub)
 	case opClose:
-		o.c.closeWith(o.code, o.reason)
+		o.c.closeWith(o.close)
+	case opSetFilters:
+		w.setFilters(o.c, o.pattern, o.filters, o.reply, o.spec)
+	case opMemberFilters:
+		o.member.filters = o.filters
+		w.reply(o.member.c, o.reply)
 	case opRun:
 		o.fn(o.c)
 	case opMemberAdd:
@@ -187,15 +193,22 @@ func (w *worker) sweep(now time.Time) {
 	var due []*Conn
 	for i := 0; i < len(w.conns); i++ {
 		c := w.conns[i]
+		if at := c.closeAt.Load(); at != 0 {
+			if ns >= at {
+				c.release()
+			}
+			continue
+		}
 		switch c.Phase() {
 		case PhaseHandshake:
 			if ns-c.created > int64(cfg.HandshakeTimeout) {
-				w.expire(c, 0, "")
+				c.WriteFlush(handshakeTimeoutResponse)
+				c.closeWith(disconnect.New(disconnect.HandshakeTimeout))
 			}
 			continue
 		case PhaseOpen:
 			if ns-c.created > int64(cfg.AuthTimeout) {
-				w.expire(c, 4008, "auth_timeout")
+				c.closeWith(disconnect.New(disconnect.AuthTimeout))
 				continue
 			}
 		case PhaseAuthed:
@@ -205,8 +218,11 @@ func (w *worker) sweep(now time.Time) {
 				due = append(due, c)
 			}
 		}
-		if ns-c.lastRead.Load() > int64(cfg.IdleTimeout) {
-			w.expire(c, ws.StatusNormalClosure, "idle_timeout")
+		idle := ns-c.lastRead.Load() > int64(cfg.IdleTimeout)
+		if fs := c.frameStart.Load(); fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
+			c.closeWith(disconnect.New(disconnect.FrameTimeout))
+		} else if idle {
+			c.closeWith(disconnect.New(disconnect.IdleTimeout))
 		}
 	}
 	w.forceRevalidate = false
@@ -222,16 +238,16 @@ func (w *worker) sweep(now time.Time) {
 
 var handshakeTimeoutResponse = []byte("HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 28\r\nConnection: close\r\n\r\nrequest header not complete\n")
 
-func (w *worker) expire(c *Conn, code ws.StatusCode, reason string) {
-	w.h.stats.idles.Add(1)
-	if code == 0 {
-		c.WriteFlush(handshakeTimeoutResponse)
+// closeAll closes every connection for d (shutdown).
+func (w *worker) closeAll(d disconnect.Disconnect) {
+	for _, c := range append([]*Conn(nil), w.conns...) {
+		c.closeWith(d)
 	}
-	c.closeWith(code, reason)
 }
 
-func (w *worker) closeAll() {
+// releaseAll releases every socket still open (the end of shutdown).
+func (w *worker) releaseAll() {
 	for _, c := range append([]*Conn(nil), w.conns...) {
-		c.closeWith(ws.StatusGoingAway, "server shutting down")
+		c.release()
 	}
 }

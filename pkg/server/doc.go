@@ -13,7 +13,8 @@
 //	| open       | binary/text frame            | decode, auth (first frame), else not_authenticated |
 //	| authed     | subscribe/publish/...        | checks, then hub.Subscribe / hub.Publish       |
 //	| any        | idle, deadline, revocation   | closed by the worker's sweep, never a timer    |
-//	| closed     | close callback               | hub.Closed: writes stop, tables cleaned        |
+//	| closing    | a disconnect reason decided  | close frame after the queue, FIN, input discarded |
+//	| closed     | peer FIN, or CloseTimeout    | hub.Closed: writes stop, tables cleaned        |
 //
 // # Reading without pinning goroutines
 //

@@ -8,18 +8,19 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 // Idle timeout, slow consumers and shutdown (protocol.md §1.2, §1.5;
 // protocol-decisions.md D-5, OQ-44).
 
-func TestIdleConnectionIsClosedWith1000(t *testing.T) {
+func TestIdleConnectionIsClosedWithIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
 	p := authed(t, s, "dev-token-alice")
 	began := time.Now()
-	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout")
+	expectCloseCode(t, p, disconnect.IdleTimeout.Code(), "idle_timeout")
 	if elapsed := time.Since(began); elapsed < idle-50*time.Millisecond {
 		t.Fatalf("closed after %v, before the %v idle timeout", elapsed, idle)
 	}
@@ -30,7 +31,7 @@ func TestIdleConnectionIsClosedWith1000(t *testing.T) {
 func TestIdleTimeoutAppliesBeforeAuth(t *testing.T) {
 	s := start(t, func(c *Config) { c.Hub.IdleTimeout = 300 * time.Millisecond })
 	p := testpeer.Dial(t, s.Addr().String())
-	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout")
+	expectCloseCode(t, p, disconnect.IdleTimeout.Code(), "idle_timeout")
 }
 
 func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
@@ -44,7 +45,7 @@ func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
 		}
 		time.Sleep(idle / 4) // the client's heartbeat period
 	}
-	expectCloseCode(t, p, ws.StatusNormalClosure, "idle_timeout") // once they stop
+	expectCloseCode(t, p, disconnect.IdleTimeout.Code(), "idle_timeout") // once they stop
 }
 
 func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
@@ -81,7 +82,9 @@ func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 	normal.ExpectFields("type", "message", "topic", "demo/general/flood", "data", "after")
 }
 
-func TestShutdownClosesConnectionsWith1001(t *testing.T) {
+// Shutdown closes with 1012, never 1001: the Python SDK treats 1000 and
+// 1001 as final and would never reconnect (case 001, D-5 amended).
+func TestShutdownClosesConnectionsWith1012(t *testing.T) {
 	s := start(t, nil)
 	open := testpeer.Dial(t, s.Addr().String())
 	expectPong(t, open) // registered before the shutdown starts
@@ -91,7 +94,7 @@ func TestShutdownClosesConnectionsWith1001(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	expectCloseCode(t, authenticated, ws.StatusGoingAway, "*")
-	expectCloseCode(t, open, ws.StatusGoingAway, "*")
+	expectCloseCode(t, authenticated, 1012, "server shutting down")
+	expectCloseCode(t, open, 1012, "server shutting down")
 	authenticated.ExpectEOF(5 * time.Second)
 }

@@ -6,15 +6,8 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
-)
-
-// Close codes the broker sends (RFC 6455 §7.4.1; protocol-decisions.md D-5,
-// OQ-44, OQ-65, §3.5).
-const (
-	closeAuthTimeout  ws.StatusCode = 4008
-	closeAuthFailures ws.StatusCode = 4003
-	closeRevoked      ws.StatusCode = 4001
 )
 
 // readFrame handles the frame at the start of b (RFC 6455 §5.2) and returns
@@ -46,7 +39,7 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	case 127:
 		length = binary.BigEndian.Uint64(b[2:10])
 		if length>>63 != 0 {
-			s.closeProtocol(st, ws.StatusProtocolError, "invalid payload length")
+			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid payload length"))
 			return 0
 		}
 	default:
@@ -56,19 +49,19 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	op := ws.OpCode(b[0] & 0x0f)
 	switch {
 	case b[0]&0x70 != 0:
-		s.closeProtocol(st, ws.StatusProtocolError, "reserved bits set")
+		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "reserved bits set"))
 		return 0
 	case !masked:
-		s.closeProtocol(st, ws.StatusProtocolError, "client frames must be masked")
+		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "client frames must be masked"))
 		return 0
 	case op.IsReserved():
-		s.closeProtocol(st, ws.StatusProtocolError, "reserved opcode")
+		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "reserved opcode"))
 		return 0
 	case op.IsControl() && (!fin || length > 125):
-		s.closeProtocol(st, ws.StatusProtocolError, "invalid control frame")
+		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid control frame"))
 		return 0
 	case length > uint64(s.cfg.MaxFrameSize):
-		s.closeProtocol(st, ws.StatusMessageTooBig, "frame too large")
+		s.closeProtocol(st, disconnect.WithText(disconnect.TooLarge, "frame too large"))
 		return 0
 	}
 	total := hlen + int(length)
@@ -94,11 +87,11 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		s.onClose(st, payload)
 	case ws.OpContinuation:
 		if st.fragOp == 0 {
-			s.closeProtocol(st, ws.StatusProtocolError, "continuation without a started message")
+			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "continuation without a started message"))
 			return
 		}
 		if len(st.frag)+len(payload) > s.cfg.MaxFrameSize {
-			s.closeProtocol(st, ws.StatusMessageTooBig, "message too large")
+			s.closeProtocol(st, disconnect.WithText(disconnect.TooLarge, "message too large"))
 			return
 		}
 		st.frag = append(st.frag, payload...)
@@ -109,7 +102,7 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		}
 	default: // text or binary
 		if st.fragOp != 0 {
-			s.closeProtocol(st, ws.StatusProtocolError, "new message inside a fragmented message")
+			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "new message inside a fragmented message"))
 			return
 		}
 		if !fin {
@@ -125,34 +118,37 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 // closes. A malformed close payload is a protocol error; an invalid UTF-8
 // reason is 1007.
 func (s *Server) onClose(st *connState, p []byte) {
-	code := ws.StatusNormalClosure
+	d := disconnect.New(disconnect.ClientClosed)
 	switch {
 	case len(p) == 1:
-		s.closeProtocol(st, ws.StatusProtocolError, "close payload of one byte")
+		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "close payload of one byte"))
 		return
 	case len(p) >= 2:
-		code = ws.StatusCode(binary.BigEndian.Uint16(p))
+		d.Code = ws.StatusCode(binary.BigEndian.Uint16(p))
 		if !utf8.Valid(p[2:]) {
-			s.closeProtocol(st, ws.StatusInvalidFramePayloadData, "close reason is not UTF-8")
+			s.closeProtocol(st, disconnect.WithText(disconnect.InvalidPayload, "close reason is not UTF-8"))
 			return
 		}
-		if !validCloseCode(code) {
-			s.closeProtocol(st, ws.StatusProtocolError, "invalid close code")
+		if !validCloseCode(d.Code) {
+			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid close code"))
 			return
 		}
 	}
-	s.closeProtocol(st, code, "")
+	s.closeProtocol(st, d)
 }
 
-// closeProtocol writes a close frame and marks the connection for closing
-// once this read is done. Later input is ignored.
-func (s *Server) closeProtocol(st *connState, code ws.StatusCode, reason string) {
+// closeProtocol closes the connection for d from the reader, after the
+// replies already owed to it (so they keep their order), and ignores the
+// rest of the input. The socket is released once the peer closes its side
+// or the close deadline passes (see hub.Conn).
+func (s *Server) closeProtocol(st *connState, d disconnect.Disconnect) {
 	if st.closing {
 		return
 	}
-	st.write(wsframe.Close(code, reason))
+	st.waitReplies()
 	st.closing = true
 	st.frag = nil
+	s.hub.CloseNow(st.c, d)
 }
 
 // validCloseCode reports whether a peer may send code in a close frame (RFC

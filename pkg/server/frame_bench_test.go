@@ -36,7 +36,7 @@ func BenchmarkReadFrames(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		copy(buf, tmpl.Bytes()) // frames are unmasked in place
-		if n := s.process(st, buf); n != len(buf) {
+		if n, _ := s.process(st, buf); n != len(buf) {
 			b.Fatalf("processed %d of %d bytes", n, len(buf))
 		}
 	}

@@ -52,7 +52,7 @@ func FuzzFrameReader(f *testing.F) {
 		for off := 0; off < len(in) && !st.closing; off += step {
 			end := min(off+step, len(in))
 			buf := append(st.partial, in[off:end]...)
-			used := s.process(st, buf)
+			used, _ := s.process(st, buf)
 			st.partial = append([]byte(nil), buf[used:]...)
 			if len(st.partial) > 4096+14+s.cfg.MaxHeaderBytes {
 				t.Fatalf("partial buffer grew to %d bytes", len(st.partial))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
@@ -46,8 +47,8 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	}
 	switch string(path) {
 	case "/health":
-		st.closing = true
 		st.write(healthResponse)
+		s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
 	case "/ws":
 		s.upgrade(st, req)
 	default:
@@ -142,6 +143,6 @@ func (s *Server) httpErrorWith(st *connState, status int, header, reason string)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\nConnection: close\r\n\r\n"...)
 	b = append(b, body...)
-	st.closing = true
 	st.write(b)
+	s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
 }

@@ -5,10 +5,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/cloudwego/netpoll"
-	"github.com/gobwas/ws"
-
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/cloudwego/netpoll"
 )
 
 // readChunk is the most input one onRequest call takes; netpoll calls again
@@ -23,6 +22,15 @@ const readChunk = 256 << 10
 // a client sending faster than its frames can be processed would grow that
 // buffer without bound: a connection whose unprocessed input passes
 // Config.MaxInputBacklog is closed with 1008 input_overflow.
+//
+// Liveness counts whole frames: only a call that completes a frame (or, in
+// the handshake, a request) moves the idle deadline, and a frame or
+// fragmented message still in progress is timed from its first byte
+// (hub.Conn.SetFrameStart), so a client trickling a frame byte by byte is
+// closed with 1008 frame_timeout.
+//
+// Once a close is decided the rest of the input is discarded here until
+// the peer closes its side or the hub releases the socket.
 func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	st, _ := ctx.(*connState)
 	r := nc.Reader()
@@ -33,16 +41,14 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		return nil
 	}
 	if n > s.cfg.MaxInputBacklog {
-		s.closeProtocol(st, ws.StatusPolicyViolation, "input_overflow")
+		s.closeProtocol(st, disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
 		st.partial, st.wrote = nil, false
-		st.c.Flush()
-		_ = nc.Close()
 		return nil
 	}
 	n = min(n, readChunk)
-	st.c.Touch(time.Now().UnixNano())
+	now := time.Now().UnixNano()
 	var buf []byte
 	fromPartial := len(st.partial) > 0
 	if fromPartial {
@@ -52,8 +58,13 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	} else {
 		buf, _ = r.Peek(n)
 	}
-	used := s.process(st, buf)
+	st.msgDone = false
+	used, complete := s.process(st, buf)
 	rest := buf[used:]
+	if complete {
+		st.c.Touch(now)
+	}
+	s.trackFrame(st, len(rest) > 0, now)
 	switch {
 	case st.closing:
 		st.partial = nil
@@ -75,10 +86,30 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.wrote = false
 		st.c.Flush()
 	}
-	if st.closing {
-		_ = nc.Close()
-	}
 	return nil
+}
+
+// trackFrame records when the frame or fragmented message in progress after
+// this read began (hub.Conn.SetFrameStart): now when it began in this read
+// (nothing was in progress, or a data message completed first), unchanged
+// when it goes on from an earlier read. A partial frame cannot contain
+// another frame, so until it completes no other frame resets its start; a
+// fragmented message keeps its start across the control frames between its
+// fragments.
+func (s *Server) trackFrame(st *connState, partialTail bool, now int64) {
+	if st.closing || st.c.Phase() == hub.PhaseHandshake {
+		return // the handshake has its own deadline
+	}
+	inProgress := partialTail || st.fragOp != 0
+	start := st.c.FrameStart()
+	switch {
+	case !inProgress:
+		if start != 0 {
+			st.c.SetFrameStart(0)
+		}
+	case start == 0 || st.msgDone:
+		st.c.SetFrameStart(now)
+	}
 }
 
 // partialKeep is the partial-buffer capacity kept across frames without
@@ -95,22 +126,23 @@ func partialCap(rest, need int) int {
 }
 
 // process handles every complete request or frame at the start of buf and
-// returns the number of bytes used. It stops at the first incomplete one.
-func (s *Server) process(st *connState, buf []byte) int {
-	off := 0
-	for off < len(buf) && !st.closing {
+// returns the number of bytes used, and whether at least one was complete.
+// It stops at the first incomplete one.
+func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
+	for used < len(buf) && !st.closing {
 		var n int
 		if st.c.Phase() == hub.PhaseHandshake {
-			n = s.handshake(st, buf[off:])
+			n = s.handshake(st, buf[used:])
 		} else {
-			n = s.readFrame(st, buf[off:])
+			n = s.readFrame(st, buf[used:])
 		}
 		if n == 0 {
 			break
 		}
-		off += n
+		used += n
+		complete = true
 	}
-	return off
+	return used, complete
 }
 
 // write queues a reply frame; it is flushed at the end of onRequest. It

@@ -10,6 +10,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
@@ -56,7 +57,7 @@ func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation
 	case errors.Is(a.err, auth.ErrDenied):
 		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID))
 		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(revokedFrame) })
-		s.hub.Close(c, closeRevoked, "token_revoked")
+		s.hub.Close(c, disconnect.New(disconnect.TokenRevoked))
 		return
 	default:
 		next := *old
@@ -75,7 +76,7 @@ func (s *Server) dropRevoked(c *hub.Conn, sess *hub.Session) {
 			continue
 		}
 		c.DropSubscription(sub.Pattern)
-		e := unknownTopicError(sess, sub.Pattern)
+		e := unknownTopicError(sess, sub.Pattern, "", "")
 		e.Detail = "access revoked"
 		c.WriteFrame(frame(wire.AppendError(nil, e)))
 	}

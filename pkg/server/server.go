@@ -52,9 +52,14 @@ type Config struct {
 	// RateLimit is the default publishes per second per connection (42910
 	// above it, OQ-6); 0 means 50.
 	RateLimit int
-	// ErrorFrameLimit caps error frames per second per connection (OQ-67); 0
-	// means 10.
+	// ErrorFrameLimit caps, per second per connection, the error frames that
+	// answer nothing a client waits for (OQ-67, amended); 0 means 10. Errors
+	// that answer a request are never dropped.
 	ErrorFrameLimit int
+	// ErrorFloodLimit closes, with 1008 too_many_errors, a connection that
+	// provokes more error frames than this in one second, answered or not;
+	// 0 means 1000.
+	ErrorFloodLimit int
 	// MaxAuthFailures closes a connection with 4003 after this many failed
 	// auth attempts (OQ-65); 0 means 5.
 	MaxAuthFailures int
@@ -85,6 +90,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ErrorFrameLimit <= 0 {
 		c.ErrorFrameLimit = 10
+	}
+	if c.ErrorFloodLimit <= 0 {
+		c.ErrorFloodLimit = 1000
 	}
 	if c.MaxAuthFailures <= 0 {
 		c.MaxAuthFailures = 5
@@ -189,8 +197,10 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Hub returns the worker pool, for stats.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
-// Shutdown stops accepting, closes every connection with 1001 (going away)
-// after flushing what it can, and stops the workers, within ctx.
+// Shutdown stops accepting, closes every connection with 1012 (service
+// restart, protocol-decisions.md D-5) after what is queued to it, gives the
+// peers Hub CloseTimeout to close their side, and stops the workers, within
+// ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
@@ -232,6 +242,6 @@ func (s *Server) connClosed(c *hub.Conn) {
 		s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Disconnect(c)) })
 	}
 	if ce := s.log.Check(zap.DebugLevel, "connection closed"); ce != nil {
-		ce.Write(zap.Uint64("conn_id", c.ID))
+		ce.Write(zap.Uint64("conn_id", c.ID), zap.Stringer("reason", c.CloseReason()))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gobwas/ws"
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/wire"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
@@ -20,6 +21,7 @@ var commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
 
 // onMessage handles one complete data message (protocol.md §1.3).
 func (s *Server) onMessage(st *connState, op ws.OpCode, payload []byte) {
+	st.msgDone = true
 	authed := st.c.Phase() == hub.PhaseAuthed
 	if op == ws.OpBinary && len(payload) == 0 {
 		if authed {
@@ -32,7 +34,7 @@ func (s *Server) onMessage(st *connState, op ws.OpCode, payload []byte) {
 	var err error
 	if op == ws.OpText {
 		if !utf8.Valid(payload) {
-			s.closeProtocol(st, ws.StatusInvalidFramePayloadData, "text frame is not UTF-8")
+			s.closeProtocol(st, disconnect.WithText(disconnect.InvalidPayload, "text frame is not UTF-8"))
 			return
 		}
 		converted, cerr := wire.ConvertJSON(nil, payload)
@@ -115,18 +117,40 @@ func (s *Server) badRequest(st *connState, detail string) {
 	s.sendError(st, &wire.Error{Err: wire.ErrBadRequest, Detail: detail})
 }
 
-// sendError writes an error frame unless the connection already got
-// ErrorFrameLimit of them this second (OQ-67).
+// sendError writes an error frame that answers nothing a client waits for
+// (no msgRef, no request that waits on its topic: a frame that is not a
+// command, a command before auth, a publish without msgRef), unless the
+// connection already got Config.ErrorFrameLimit error frames this second
+// (OQ-67, amended): a client flooding bad frames gets a bounded stream of
+// errors back.
 func (s *Server) sendError(st *connState, e *wire.Error) {
-	sec := uint32(time.Now().Unix())
-	if sec != st.errSec {
-		st.errSec, st.errN = sec, 0
+	if s.countError(st) <= s.cfg.ErrorFrameLimit {
+		st.write(frame(wire.AppendError(nil, e)))
 	}
-	if int(st.errN) >= s.cfg.ErrorFrameLimit {
-		return
+}
+
+// answerError writes an error frame that answers a request (a publish with
+// msgRef, a subscribe, unsubscribe or setFilters, a presence or lobby
+// request): it is never dropped, because the SDKs wait for it (OQ-67,
+// amended). A connection that provokes more than Config.ErrorFloodLimit
+// error frames in one second is closed with 1008 too_many_errors instead of
+// being answered further.
+func (s *Server) answerError(st *connState, e *wire.Error) {
+	s.countError(st)
+	if !st.closing {
+		st.write(frame(wire.AppendError(nil, e)))
 	}
+}
+
+// countError counts one error frame in the current second and returns the
+// count; past Config.ErrorFloodLimit it closes the connection.
+func (s *Server) countError(st *connState) int {
+	st.window(uint32(time.Now().Unix()))
 	st.errN++
-	st.write(frame(wire.AppendError(nil, e)))
+	if int(st.errN) > s.cfg.ErrorFloodLimit {
+		s.closeProtocol(st, disconnect.New(disconnect.TooManyErrors))
+	}
+	return int(st.errN)
 }
 
 // frame wraps one msgpack payload in a binary frame.

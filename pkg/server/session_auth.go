@@ -9,6 +9,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/topic"
 	"github.com/NoLagApp/kraken/pkg/wire"
@@ -29,7 +30,7 @@ func (s *Server) authenticate(st *connState, cmd *wire.Command) {
 		st.write(frame(wire.AppendAuthFailed(nil, reason)))
 		st.failures++
 		if int(st.failures) >= s.cfg.MaxAuthFailures {
-			s.closeProtocol(st, closeAuthFailures, "too_many_auth_failures")
+			s.closeProtocol(st, disconnect.New(disconnect.AuthFailures))
 		}
 		return
 	}

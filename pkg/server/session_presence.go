@@ -30,7 +30,7 @@ func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 		return
 	}
 	if e := s.checkLimits(st, g, time.Now(), len(cmd.Data)); e != nil {
-		s.sendError(st, e)
+		s.answerError(st, e)
 		return
 	}
 	room := presence.Room{ID: roomID, Slug: cmd.RoomID}
@@ -79,7 +79,7 @@ func (s *Server) lobby(st *connState, cmd *wire.Command) {
 	}
 	rooms, ok := lobbyRooms(grantOf(c.Session()), slug)
 	if !ok {
-		s.sendError(st, &wire.Error{Err: wire.ErrNotAuthorized, LobbyID: slug})
+		s.answerError(st, &wire.Error{Err: wire.ErrNotAuthorized, LobbyID: slug})
 		return
 	}
 	subscribe := cmd.Type == "lobbySubscribe"

@@ -34,17 +34,17 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	sess := st.c.Session()
 	g := grantOf(sess)
 	if err := topic.ValidateSubscribe(cmd.Topic); err != nil {
-		s.sendError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
+		s.answerError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
 		return
 	}
 	spec, appID, d := s.resolveSub(g, cmd.Topic)
 	if d != acl.Allowed {
-		s.unknownTopic(st, sess, cmd.Topic, d.Hint(acl.OpSubscribe), "")
+		s.answerError(st, unknownTopicError(sess, cmd.Topic, d.Hint(acl.OpSubscribe), ""))
 		return
 	}
 	filters, errStr := cmd.Filters.Normalize()
 	if errStr != "" {
-		s.sendError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		s.answerError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
 		return
 	}
 	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
@@ -80,7 +80,7 @@ func (s *Server) setFilters(st *connState, cmd *wire.Command) {
 	}
 	filters, errStr := cmd.Filters.Normalize()
 	if errStr != "" {
-		s.sendError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		s.answerError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
 		return
 	}
 	var raw []byte
@@ -89,16 +89,7 @@ func (s *Server) setFilters(st *connState, cmd *wire.Command) {
 	}
 	ok := frame(wire.AppendFiltersUpdated(nil, cmd.Topic, raw))
 	notSub := frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
-	pattern := cmd.Topic
-	st.c.ExpectReply()
-	s.hub.Run(st.c, func(c *hub.Conn) {
-		defer c.ReplyDone()
-		if c.SetFilters(pattern, filters) {
-			c.WriteFrame(ok)
-			return
-		}
-		c.WriteFrame(notSub)
-	})
+	s.hub.SetFilters(st.c, cmd.Topic, filters, ok, notSub)
 }
 
 // publish handles `publish` in the order of protocol.md §3.3: rate limit,
@@ -106,10 +97,10 @@ func (s *Server) setFilters(st *connState, cmd *wire.Command) {
 func (s *Server) publish(st *connState, cmd *wire.Command) {
 	fail := func(e *wire.Error) {
 		e.Topic, e.HasTopic, e.MsgRef = cmd.Topic, true, cmd.MsgRef
-		s.sendError(st, e)
+		s.publishError(st, e)
 	}
 	if !cmd.HasTopic {
-		s.sendError(st, &wire.Error{Err: wire.ErrBadRequest, Detail: "publish requires topic", MsgRef: cmd.MsgRef})
+		s.publishError(st, &wire.Error{Err: wire.ErrBadRequest, Detail: "publish requires topic", MsgRef: cmd.MsgRef})
 		return
 	}
 	sess := st.c.Session()
@@ -125,7 +116,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	}
 	if err := topic.ValidatePublish(cmd.Topic); err != nil {
 		if errors.Is(err, topic.ErrWildcardInPublish) {
-			s.unknownTopic(st, sess, cmd.Topic, hintWildcardPublish, cmd.MsgRef)
+			s.publishError(st, unknownTopicError(sess, cmd.Topic, hintWildcardPublish, cmd.MsgRef))
 			return
 		}
 		fail(&wire.Error{Err: wire.ErrInvalidTopic, Detail: err.Error()})
@@ -133,7 +124,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	}
 	eff := g.Rules.EffectivePattern(cmd.Topic, g.ScopeSlug, acl.OpPublish)
 	if d := g.Rules.Check(eff, acl.OpPublish); d != acl.Allowed {
-		s.unknownTopic(st, sess, cmd.Topic, d.Hint(acl.OpPublish), cmd.MsgRef)
+		s.publishError(st, unknownTopicError(sess, cmd.Topic, d.Hint(acl.OpPublish), cmd.MsgRef))
 		return
 	}
 	res, _ := g.Rules.Resolve(eff)
@@ -169,19 +160,24 @@ var msgpackNil = []byte{0xc0}
 // detailBusy is the detail of the 42910 error when the workers are behind.
 const detailBusy = "the broker is busy: retry later"
 
-// unknownTopic sends the error for a topic outside the grants: 42940
-// unknown_topic for v2, not_authorized with the same code for v1 (D-3,
-// OQ-25).
-func (s *Server) unknownTopic(st *connState, sess *hub.Session, t, hint, msgRef string) {
-	e := unknownTopicError(sess, t)
-	e.Hint, e.MsgRef = hint, msgRef
+// publishError refuses a publish: a publish with msgRef is waited for and
+// always answered, one without answers nothing and shares the error budget
+// (OQ-67, amended).
+func (s *Server) publishError(st *connState, e *wire.Error) {
+	if e.MsgRef != "" {
+		s.answerError(st, e)
+		return
+	}
 	s.sendError(st, e)
 }
 
 // unknownTopicError is the error for topic t outside the grants, in the
-// form the session's protocol version expects (D-3, OQ-25).
-func unknownTopicError(sess *hub.Session, t string) *wire.Error {
-	e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: t, HasTopic: true}
+// form the session's protocol version expects: 42940 unknown_topic for v2,
+// not_authorized with the same code for v1 (D-3, OQ-25), with hint and
+// msgRef (either may be "").
+func unknownTopicError(sess *hub.Session, t, hint, msgRef string) *wire.Error {
+	e := &wire.Error{Code: wire.CodeUnknownTopic, Err: wire.ErrUnknownTopic, Topic: t, HasTopic: true,
+		Hint: hint, MsgRef: msgRef}
 	if sess.Version < 2 {
 		e.Err = wire.ErrNotAuthorized
 	}
@@ -204,10 +200,7 @@ func (s *Server) checkLimits(st *connState, g *auth.Grant, now time.Time, size i
 // allowPublish applies the fixed one-second window rate limit (protocol.md
 // §6.10): rejected publishes do not count.
 func (st *connState) allowPublish(sec uint32, limit int) bool {
-	if sec != st.rateSec {
-		st.rateSec, st.rateN = sec, 1
-		return true
-	}
+	st.window(sec)
 	if int(st.rateN) >= limit {
 		return false
 	}

@@ -17,13 +17,22 @@ type connState struct {
 	partial []byte // tail of a half-received request or frame; nil when idle
 	frag    []byte // payload of the fragmented message in progress
 
-	rateSec, errSec uint32 // wall-clock second (unix) of the rate and error windows
-	need            int32  // bytes the frame at the head of partial needs in total
-	rateN, errN     uint32 // publishes / error frames in that second
-	fragOp          byte   // opcode of the fragmented message in progress, 0 if none
-	closing         bool   // a close was decided: ignore the rest of the input
-	wrote           bool   // replies were queued during this OnRequest
-	failures        uint8  // failed auth attempts (OQ-65)
+	sec         uint32 // wall-clock second (unix) of the rate and error windows
+	need        int32  // bytes the frame at the head of partial needs in total
+	rateN, errN uint32 // publishes / error frames in that second
+	fragOp      byte   // opcode of the fragmented message in progress, 0 if none
+	closing     bool   // a close was decided: ignore the rest of the input
+	wrote       bool   // replies were queued during this OnRequest
+	msgDone     bool   // a data message completed during this OnRequest
+	failures    uint8  // failed auth attempts (OQ-65)
+}
+
+// window moves the rate and error windows to the wall-clock second sec
+// (unix), emptying both when it is a new one.
+func (st *connState) window(sec uint32) {
+	if sec != st.sec {
+		st.sec, st.rateN, st.errN = sec, 0, 0
+	}
 }
 
 // Deadline implements context.Context: there is none.
