@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/config"
@@ -56,6 +57,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		RateLimit:       cfg.RateLimit,
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
 		ErrorFloodLimit: cfg.ErrorFloodLimit,
+		InternalSecret:  cfg.InternalSecret,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
 		Hub: hub.Config{
@@ -121,6 +123,9 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 			close: func() {},
 		}, nil
 	}
+	if cfg.AuthBackend == "http" {
+		return newHTTPAuthenticator(cfg, log)
+	}
 	st, err := static.New(static.Config{Path: cfg.AuthFile, Logger: log.Named("auth.static")})
 	if err != nil {
 		return authBackend{}, err
@@ -130,6 +135,32 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 		authn:  st,
 		reload: func() { reloadTokenFile(st, cfg.AuthFile, log) },
 		close:  func() { _ = st.Close() },
+	}, nil
+}
+
+// newHTTPAuthenticator is AUTH_BACKEND=http: the user's auth service at
+// AUTH_HTTP_URL (protocol.md §5.1). A set AUTH_FILE is ignored, and says so.
+func newHTTPAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
+	if cfg.AuthFile != config.Defaults().AuthFile {
+		log.Info("AUTH_BACKEND=http: AUTH_FILE is ignored", zap.String("path", cfg.AuthFile))
+	}
+	if cfg.AuthHTTPInsecureSkipVerify {
+		log.Warn("AUTH_HTTP_INSECURE_SKIP_VERIFY=true: the TLS certificates of the auth and control services are not verified; development only")
+	}
+	hb, err := httpauth.New(httpauth.Config{
+		BaseURL:            cfg.AuthHTTPURL,
+		Secret:             cfg.BackendSecret,
+		InsecureSkipVerify: cfg.AuthHTTPInsecureSkipVerify,
+		Logger:             log.Named("auth.http"),
+	})
+	if err != nil {
+		return authBackend{}, err
+	}
+	log.Info("auth service", zap.String("url", cfg.AuthHTTPURL))
+	return authBackend{
+		authn:  hb,
+		reload: func() { log.Info("SIGHUP: AUTH_BACKEND=http, there is no token file to reload") },
+		close:  func() { _ = hb.Close() },
 	}, nil
 }
 

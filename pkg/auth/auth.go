@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"errors"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
 )
 
 // ErrDenied means the token is unknown or the actor has been revoked. The
@@ -16,17 +18,45 @@ var ErrDenied = errors.New("auth: access denied")
 // (protocol.md §4.9, OQ-9, OQ-11). Backends may wrap it; test with errors.Is.
 var ErrUnavailable = errors.New("auth: backend unavailable")
 
+// RevokedError is the ErrDenied of a revalidation that carries the
+// backend's reason (protocol.md §4.9: disconnect_reason, else error), which
+// becomes the reason text of the 4001 close.
+type RevokedError struct {
+	// Reason is the backend's reason, e.g. "token_revoked".
+	Reason string
+}
+
+// Error implements error.
+func (e *RevokedError) Error() string { return "auth: revoked: " + e.Reason }
+
+// Unwrap returns ErrDenied, so errors.Is(err, ErrDenied) holds.
+func (e *RevokedError) Unwrap() error { return ErrDenied }
+
 // Authenticator is the pluggable auth slot (protocol.md §2.2, §4.9).
 // Implementations must be safe for concurrent use; Validate may block on I/O
 // and should return promptly once ctx is done.
 type Authenticator interface {
 	// Validate looks up an access token as sent in the auth frame.
-	// It returns the Grant, or an error wrapping ErrDenied or ErrUnavailable.
+	// It returns the Grant, or an error wrapping ErrDenied (access_denied)
+	// or ErrUnavailable (connection_failed), or another error when the
+	// backend answered unusably (authentication_failed; protocol.md §2.4).
 	Validate(ctx context.Context, token string) (*Grant, error)
 	// Revalidate fetches fresh data for a live connection's actor
 	// (protocol.md §4.9). It returns the Grant, or an error wrapping
 	// ErrDenied (revoked: close with 4001) or ErrUnavailable (retry later).
 	Revalidate(ctx context.Context, actorTokenID string) (*Grant, error)
+}
+
+// RoomAccessChecker is an optional interface of an Authenticator that can
+// widen a live connection's grant when a subscribe falls outside it: the
+// subscribe cache-miss fallback of protocol.md §4.10 (HTTP
+// /check-room-access). The static backend does not implement it.
+type RoomAccessChecker interface {
+	// CheckRoomAccess asks whether the actor may use pattern (as the client
+	// sent it). It returns the rules to prepend to the connection's grant
+	// (each carrying its own app), or an error wrapping ErrDenied (not
+	// allowed) or ErrUnavailable (no answer); callers treat both as a deny.
+	CheckRoomAccess(ctx context.Context, actorTokenID, pattern string) (acl.Rules, error)
 }
 
 // Notifier is an optional interface of an Authenticator whose data changes

@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
+	"fmt"
+	"github.com/NoLagApp/kraken/pkg/acl"
 	"sync"
 	"time"
 )
@@ -14,6 +16,12 @@ import (
 //     hash (OQ-10).
 //   - Only successful validations are cached, each for ttl; failures always
 //     reach the backend.
+//   - Concurrent Validate calls for one token that all miss the cache are
+//     merged into a single backend call (one flight per SHA-256 key); every
+//     caller gets that call's result. The call runs on its own goroutine
+//     with a context that keeps the first caller's values but none of its
+//     deadline or cancellation; it is cancelled once every caller waiting
+//     for it has given up. Each caller waits only until its own ctx is done.
 //   - Revalidate bypasses the cache (protocol.md §4.9).
 //   - At most maxEntries entries are held. When a new entry does not fit,
 //     expired entries are evicted first and then the oldest entry is dropped.
@@ -32,6 +40,20 @@ type Cache struct {
 	entries map[[sha256.Size]byte]*list.Element
 	order   *list.List // of *cacheEntry, oldest insertion first
 	gen     uint64     // bumped by Flush; results fetched before it are not stored
+	flights map[[sha256.Size]byte]*flight
+}
+
+// flight is one backend Validate shared by every caller that missed the
+// cache for its key while it ran. g and err are written once, before done is
+// closed; waiters and finished are guarded by Cache.mu.
+type flight struct {
+	done     chan struct{}
+	g        *Grant
+	err      error
+	gen      uint64 // Cache.gen when the flight started
+	waiters  int
+	finished bool
+	cancel   context.CancelFunc
 }
 
 type cacheEntry struct {
@@ -55,6 +77,7 @@ func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() tim
 		now:        now,
 		entries:    make(map[[sha256.Size]byte]*list.Element),
 		order:      list.New(),
+		flights:    make(map[[sha256.Size]byte]*flight),
 	}
 	if n, ok := a.(Notifier); ok {
 		n.OnChange(c.Flush)
@@ -64,8 +87,15 @@ func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() tim
 
 // Validate returns the cached Grant for token while it is fresh, and
 // otherwise asks the backend and caches a success (protocol.md §4.8).
+// Callers that miss the cache for the same token while a backend call for it
+// is running wait for that call instead of making their own.
+//
 // Errors come from the backend unchanged. A backend answering with neither a
-// Grant nor an error is treated as ErrDenied.
+// Grant nor an error is treated as ErrDenied; a backend that panics yields an
+// error wrapping ErrUnavailable. When ctx is done before the answer arrives,
+// Validate returns an error wrapping both ErrUnavailable and ctx's error; the
+// backend call goes on for the other waiters and is cancelled when none is
+// left.
 func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 	if !c.enabled() {
 		return c.validateBackend(ctx, token)
@@ -82,20 +112,79 @@ func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 		}
 		c.removeLocked(el)
 	}
-	gen := c.gen
+	if err := ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+	}
+	f, ok := c.flights[key]
+	if !ok {
+		f = c.startLocked(ctx, key, token)
+	}
+	f.waiters++
 	c.mu.Unlock()
 
-	g, err := c.validateBackend(ctx, token)
-	if err != nil {
-		return nil, err
+	select {
+	case <-f.done:
+		return f.g, f.err
+	case <-ctx.Done():
 	}
-
 	c.mu.Lock()
-	if gen == c.gen {
+	if f.finished { // the answer came in at the same moment: use it
+		c.mu.Unlock()
+		return f.g, f.err
+	}
+	f.waiters--
+	if f.waiters == 0 {
+		// Nobody wants the answer any more: stop the call, and let the next
+		// caller start afresh rather than join a cancelled flight.
+		f.cancel()
+		if c.flights[key] == f {
+			delete(c.flights, key)
+		}
+	}
+	c.mu.Unlock()
+	return nil, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+}
+
+// startLocked registers a new flight for key and starts the backend call on
+// its own goroutine. The call's context keeps ctx's values but is cancelled
+// only through f.cancel.
+func (c *Cache) startLocked(ctx context.Context, key [sha256.Size]byte, token string) *flight {
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f := &flight{done: make(chan struct{}), gen: c.gen, cancel: cancel}
+	c.flights[key] = f
+	go c.fly(fctx, f, key, token)
+	return f
+}
+
+// fly runs one flight: the backend call, then the store (unless a Flush came
+// in between) before the waiters are released, so a caller that returns and
+// validates again hits the cache.
+func (c *Cache) fly(ctx context.Context, f *flight, key [sha256.Size]byte, token string) {
+	defer f.cancel()
+	g, err := c.validateRecover(ctx, token)
+	c.mu.Lock()
+	f.g, f.err, f.finished = g, err, true
+	if c.flights[key] == f {
+		delete(c.flights, key)
+	}
+	if err == nil && f.gen == c.gen {
 		c.storeLocked(key, g, c.now())
 	}
 	c.mu.Unlock()
-	return g, nil
+	close(f.done)
+}
+
+// validateRecover is validateBackend turning a panic into an error: the call
+// runs on a goroutine of the cache's own, where a panic would otherwise end
+// the process rather than the caller's connection.
+func (c *Cache) validateRecover(ctx context.Context, token string) (g *Grant, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g, err = nil, fmt.Errorf("%w: the backend panicked: %v", ErrUnavailable, r)
+		}
+	}()
+	return c.validateBackend(ctx, token)
 }
 
 func (c *Cache) validateBackend(ctx context.Context, token string) (*Grant, error) {
@@ -119,6 +208,17 @@ func (c *Cache) Revalidate(ctx context.Context, actorTokenID string) (*Grant, er
 
 // OnChange forwards f to the wrapped backend when it implements Notifier;
 // otherwise the backend never changes and f is never called. f runs after
+// CheckRoomAccess passes the subscribe cache-miss fallback (protocol.md
+// §4.10) through to the backend when it implements RoomAccessChecker;
+// otherwise it denies (the static backend has no fallback). It is not
+// cached here: backends cache their own denials.
+func (c *Cache) CheckRoomAccess(ctx context.Context, actorTokenID, pattern string) (acl.Rules, error) {
+	if rc, ok := c.backend.(RoomAccessChecker); ok {
+		return rc.CheckRoomAccess(ctx, actorTokenID, pattern)
+	}
+	return nil, ErrDenied
+}
+
 // the cache has flushed itself (D-1).
 func (c *Cache) OnChange(f func()) {
 	if n, ok := c.backend.(Notifier); ok {
@@ -127,13 +227,16 @@ func (c *Cache) OnChange(f func()) {
 }
 
 // Flush drops every cached entry. A validation already in flight when Flush
-// runs is not stored, so data read before the flush cannot reappear (D-1).
+// runs is not stored, so data read before the flush cannot reappear (D-1);
+// its current waiters still get its answer, but a Validate that starts after
+// Flush never joins it and asks the backend again.
 func (c *Cache) Flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	clear(c.entries)
 	c.order.Init()
+	clear(c.flights)
 }
 
 // Len reports the number of entries held, including expired ones not yet

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"testing"
@@ -355,5 +356,274 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	if c.Len() > 2 {
 		t.Fatalf("Len = %d, above the bound 2", c.Len())
+	}
+}
+
+// gatedBackend blocks every Validate until release is closed (or its ctx is
+// done) and records what it saw.
+type gatedBackend struct {
+	release chan struct{}
+	started chan struct{} // one value per call, sent before blocking
+
+	mu        sync.Mutex
+	calls     int
+	cancelled int // calls that ended because their ctx was done
+	err       error
+	panicWith any
+}
+
+func newGated() *gatedBackend {
+	return &gatedBackend{release: make(chan struct{}), started: make(chan struct{}, 100)}
+}
+
+func (b *gatedBackend) Validate(ctx context.Context, token string) (*Grant, error) {
+	b.mu.Lock()
+	b.calls++
+	err, p := b.err, b.panicWith
+	b.mu.Unlock()
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		b.mu.Lock()
+		b.cancelled++
+		b.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	if p != nil {
+		panic(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Grant{ActorTokenID: "actor-" + token}, nil
+}
+
+func (b *gatedBackend) Revalidate(context.Context, string) (*Grant, error) { return nil, ErrDenied }
+
+func (b *gatedBackend) stats() (calls, cancelled int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls, b.cancelled
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// flightWaiters reports how many callers wait on token's flight (0 if none).
+func (c *Cache) flightWaiters(token string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.flights[sha256.Sum256([]byte(token))]; ok {
+		return f.waiters
+	}
+	return 0
+}
+
+type result struct {
+	g   *Grant
+	err error
+}
+
+func TestCacheMergesConcurrentMisses(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		wantErr   error
+		wantLen   int
+		wantCalls int // after a second round of validations
+	}{
+		{name: "success shared and cached", wantLen: 1, wantCalls: 1},
+		{name: "failure shared and not cached", err: ErrDenied, wantErr: ErrDenied, wantLen: 0, wantCalls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			be := newGated()
+			be.err = tt.err
+			c := NewCache(be, time.Minute, 10, nil)
+			const n = 50
+			out := make(chan result, n)
+			for range n {
+				go func() {
+					g, err := c.Validate(context.Background(), "a")
+					out <- result{g, err}
+				}()
+			}
+			eventually(t, "every caller waiting on one flight", func() bool { return c.flightWaiters("a") == n })
+			close(be.release)
+			var first *Grant
+			for range n {
+				r := <-out
+				if !errors.Is(r.err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", r.err, tt.wantErr)
+				}
+				if first == nil {
+					first = r.g
+				}
+				if r.g != first {
+					t.Fatal("callers got different grants from one flight")
+				}
+			}
+			if calls, _ := be.stats(); calls != 1 {
+				t.Fatalf("backend calls = %d, want 1", calls)
+			}
+			if c.Len() != tt.wantLen {
+				t.Fatalf("Len = %d, want %d", c.Len(), tt.wantLen)
+			}
+			_, _ = c.Validate(context.Background(), "a") // release is closed: answers at once
+			if calls, _ := be.stats(); calls != tt.wantCalls {
+				t.Fatalf("backend calls after a second Validate = %d, want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestCacheDifferentTokensDoNotMerge(t *testing.T) {
+	be := newGated()
+	c := NewCache(be, time.Minute, 10, nil)
+	out := make(chan result, 3)
+	for _, tok := range []string{"a", "b", "c"} {
+		go func() {
+			g, err := c.Validate(context.Background(), tok)
+			out <- result{g, err}
+		}()
+	}
+	for range 3 {
+		<-be.started
+	}
+	close(be.release)
+	for range 3 {
+		if r := <-out; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if calls, _ := be.stats(); calls != 3 || c.Len() != 3 {
+		t.Fatalf("calls = %d, Len = %d, want 3 and 3", calls, c.Len())
+	}
+}
+
+func TestCacheWaiterHonoursOwnContext(t *testing.T) {
+	be := newGated()
+	c := NewCache(be, time.Minute, 10, nil)
+	patient := make(chan result, 1)
+	go func() {
+		g, err := c.Validate(context.Background(), "a")
+		patient <- result{g, err}
+	}()
+	<-be.started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := c.Validate(ctx, "a")
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("impatient caller: err = %v, want ErrUnavailable and DeadlineExceeded", err)
+	}
+	close(be.release)
+	r := <-patient
+	if r.err != nil || r.g.ActorTokenID != "actor-a" {
+		t.Fatalf("patient caller = %v, %v; the flight must go on for it", r.g, r.err)
+	}
+	if calls, cancelled := be.stats(); calls != 1 || cancelled != 0 {
+		t.Fatalf("calls = %d, cancelled = %d, want 1 and 0", calls, cancelled)
+	}
+	if c.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", c.Len())
+	}
+}
+
+func TestCacheLastWaiterLeavingCancelsTheCall(t *testing.T) {
+	be := newGated()
+	c := NewCache(be, time.Minute, 10, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Validate(ctx, "a")
+		done <- err
+	}()
+	<-be.started
+	cancel()
+	if err := <-done; !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrUnavailable and Canceled", err)
+	}
+	eventually(t, "the backend call to be cancelled", func() bool { _, n := be.stats(); return n == 1 })
+
+	// The next caller starts a fresh flight instead of joining the dead one.
+	close(be.release)
+	g, err := c.Validate(context.Background(), "a")
+	if err != nil || g.ActorTokenID != "actor-a" {
+		t.Fatalf("after cancel: %v, %v", g, err)
+	}
+	if calls, _ := be.stats(); calls != 2 {
+		t.Fatalf("calls = %d, want 2", calls)
+	}
+}
+
+func TestCacheDoneContextMissesWithoutCall(t *testing.T) {
+	be := newFake("a")
+	c := NewCache(be, time.Minute, 10, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Validate(ctx, "a"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrUnavailable and Canceled", err)
+	}
+	if be.calls() != 0 {
+		t.Fatalf("calls = %d, want 0", be.calls())
+	}
+	// A cache hit is still served with a done context.
+	_, _ = c.Validate(context.Background(), "a")
+	if _, err := c.Validate(ctx, "a"); err != nil {
+		t.Fatalf("hit with a done ctx: %v", err)
+	}
+}
+
+func TestCacheFlushDuringFlight(t *testing.T) {
+	be := newGated()
+	c := NewCache(be, time.Minute, 10, nil)
+	first := make(chan result, 1)
+	go func() {
+		g, err := c.Validate(context.Background(), "a")
+		first <- result{g, err}
+	}()
+	<-be.started
+	c.Flush()
+	// A caller after the flush must not join the pre-flush flight.
+	second := make(chan result, 1)
+	go func() {
+		g, err := c.Validate(context.Background(), "a")
+		second <- result{g, err}
+	}()
+	<-be.started
+	close(be.release)
+	for _, ch := range []chan result{first, second} {
+		if r := <-ch; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if calls, _ := be.stats(); calls != 2 {
+		t.Fatalf("calls = %d, want 2: a Validate after Flush asks the backend again", calls)
+	}
+	if c.Len() != 1 {
+		t.Fatalf("Len = %d, want 1: only the post-flush answer is stored", c.Len())
+	}
+}
+
+func TestCacheBackendPanicIsAnError(t *testing.T) {
+	be := newGated()
+	be.panicWith = "boom"
+	close(be.release)
+	c := NewCache(be, time.Minute, 10, nil)
+	if _, err := c.Validate(context.Background(), "a"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if c.Len() != 0 {
+		t.Fatalf("Len = %d, want 0", c.Len())
 	}
 }

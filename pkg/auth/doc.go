@@ -15,8 +15,10 @@
 // shared between callers and with the backend's internal state: treat it and
 // every slice it holds as read-only.
 //
-// Cache is safe for concurrent use. It starts no goroutines; expired entries
-// are evicted lazily on access and on insertion. Callbacks registered with
+// Cache is safe for concurrent use. It starts one goroutine per backend call
+// it makes, shared by every caller validating the same token at that moment
+// (so each caller can give up on its own ctx); expired entries are evicted
+// lazily on access and on insertion. Callbacks registered with
 // OnChange run on the goroutine that applied the change (for auth/static, its
 // file watcher), one after another in registration order.
 package auth

@@ -1,6 +1,10 @@
 package auth
 
-import "github.com/NoLagApp/kraken/pkg/acl"
+import (
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+)
 
 // Grant is what a backend knows about one access token, normalised so that
 // every backend produces the same shape (protocol.md §4.2).
@@ -43,6 +47,76 @@ type Grant struct {
 	// RateLimit is the per-connection publish limit in publishes per second;
 	// 0 means the server default, RATE_LIMIT (OQ-6).
 	RateLimit int
+	// ScopeID and ScopeName describe the actor's scope for webhook bodies
+	// (protocol.md §5.3, OQ-40); "" when the backend gives none.
+	ScopeID, ScopeName string
+	// Apps are the actor's apps with their webhook configuration
+	// (protocol.md §4.2, §5.3), looked up by a topic's resolved app id.
+	Apps []App
+	// PersistentSession and SessionExpiry are the backend's session
+	// settings (persistent_session, session_expiry_seconds, protocol.md
+	// §4.2); kept for resumable sessions.
+	PersistentSession bool
+	SessionExpiry     time.Duration
+}
+
+// App returns the app with id, or nil.
+func (g *Grant) App(id string) *App {
+	for i := range g.Apps {
+		if g.Apps[i].ID == id {
+			return &g.Apps[i]
+		}
+	}
+	return nil
+}
+
+// App is one app of a grant and its customer webhooks (protocol.md §5.3).
+type App struct {
+	ID, Name string
+	// Hydration is called after a live subscribe (the app-level
+	// hydration_webhook); Trigger after an accepted publish (the app-level
+	// trigger_webhook). nil means none.
+	Hydration, Trigger *Webhook
+	// TopicWebhooks override Hydration and Trigger per topic name, the last
+	// level of the pattern as sent (topic_webhooks).
+	TopicWebhooks map[string]TopicWebhooks
+}
+
+// TopicWebhooks are the per-topic webhook overrides of an app.
+type TopicWebhooks struct {
+	OnSubscribe, OnPublish *Webhook
+}
+
+// Webhook is one webhook configuration: POST URL with the extra Headers.
+type Webhook struct {
+	URL     string
+	Headers map[string]string
+}
+
+// HydrationFor returns the webhook to call after a subscribe to a topic
+// named topicName (the last level of the pattern): the topic's on_subscribe
+// override, else the app-level hydration webhook, else nil (§5.3).
+func (a *App) HydrationFor(topicName string) *Webhook {
+	if a == nil {
+		return nil
+	}
+	if t, ok := a.TopicWebhooks[topicName]; ok && t.OnSubscribe != nil {
+		return t.OnSubscribe
+	}
+	return a.Hydration
+}
+
+// TriggerFor returns the webhook to call after a publish to a topic named
+// topicName: the topic's on_publish override, else the app-level trigger
+// webhook, else nil (§5.3).
+func (a *App) TriggerFor(topicName string) *Webhook {
+	if a == nil {
+		return nil
+	}
+	if t, ok := a.TopicWebhooks[topicName]; ok && t.OnPublish != nil {
+		return t.OnPublish
+	}
+	return a.Trigger
 }
 
 // Subscription is one subscription a backend lists for restoring on

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"time"
 )
@@ -20,9 +21,38 @@ type Config struct {
 	// MQTTPort is the MQTT ingress port (MQTT_PORT, 1883, protocol.md §9);
 	// reserved: MQTT ingress is not built yet.
 	MQTTPort int
-	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"). Only
-	// "static" is available in this build.
+	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"): the
+	// token file, or "http", the user's auth service (protocol.md §5.1).
 	AuthBackend string
+	// AuthHTTPURL is the base URL of the HTTP auth service (AUTH_HTTP_URL,
+	// required with AUTH_BACKEND=http); /validate, /revalidate and
+	// /check-room-access are joined to its path (OQ-28).
+	AuthHTTPURL string
+	// AuthHTTPInsecureSkipVerify turns TLS certificate verification off for
+	// the auth and control services (AUTH_HTTP_INSECURE_SKIP_VERIFY, false;
+	// OQ-30). Development only.
+	AuthHTTPInsecureSkipVerify bool
+	// BackendSecret is the bearer secret sent to the auth and control
+	// services (BACKEND_SECRET, "", protocol.md §5.1).
+	BackendSecret string
+	// ControlBackend selects the control plane (CONTROL_BACKEND, "noop"):
+	// "http" reports usage, subscriptions and webhook failures and learns
+	// blocked projects (protocol.md §5.2).
+	ControlBackend string
+	// ControlHTTPURL is the base URL of the HTTP control service
+	// (CONTROL_HTTP_URL, required with CONTROL_BACKEND=http).
+	ControlHTTPURL string
+	// InternalSecret is the bearer secret of POST /internal/publish
+	// (INTERNAL_SECRET, ""; protocol.md §5.4). While it is "" or
+	// "change_me" the endpoint answers 404 (OQ-26).
+	InternalSecret string
+	// WebhookQueueSize bounds the customer webhooks waiting to be sent
+	// (WEBHOOK_QUEUE_SIZE, 10000); beyond it a webhook is dropped and
+	// counted, never the publish or the subscribe (protocol.md §5.3).
+	WebhookQueueSize int
+	// WebhookWorkers is the fixed number of webhook senders
+	// (WEBHOOK_WORKERS, 16).
+	WebhookWorkers int
 	// AuthFile is the static token file (AUTH_FILE, "examples/auth.json",
 	// relative to the working directory; an empty value means the default,
 	// protocol.md §4.1). The container sets /app/examples/auth.json.
@@ -204,5 +234,28 @@ func (c Config) problems() []error {
 	if ok("AUTH_BACKEND") && c.AuthBackend == "static" && !c.AuthAllowAll && c.AuthFile == "" {
 		errs = append(errs, &fieldError{msg: "AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"})
 	}
+	if ok("AUTH_BACKEND", "AUTH_HTTP_URL") && c.AuthBackend == "http" && !c.AuthAllowAll {
+		if err := checkBaseURL("AUTH_HTTP_URL", c.AuthHTTPURL, "AUTH_BACKEND=http"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if ok("CONTROL_BACKEND", "CONTROL_HTTP_URL") && c.ControlBackend == "http" {
+		if err := checkBaseURL("CONTROL_HTTP_URL", c.ControlHTTPURL, "CONTROL_BACKEND=http"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errs
+}
+
+// checkBaseURL reports a base URL that is missing, or not an absolute
+// http or https URL with a host.
+func checkBaseURL(env, v, needs string) error {
+	if v == "" {
+		return &fieldError{msg: fmt.Sprintf("%s is empty: %s needs the service's base URL", env, needs)}
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &fieldError{msg: fmt.Sprintf("%s=%q: want an http:// or https:// URL with a host", env, v)}
+	}
+	return nil
 }

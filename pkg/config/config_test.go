@@ -21,7 +21,7 @@ func env(pairs ...string) func(string) (string, bool) {
 func TestDefaults(t *testing.T) {
 	want := Config{
 		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883,
-		AuthBackend: "static", AuthFile: "examples/auth.json", AuthAllowAll: false,
+		AuthBackend: "static", ControlBackend: "noop", WebhookQueueSize: 10000, WebhookWorkers: 16, AuthFile: "examples/auth.json", AuthAllowAll: false,
 		BrokerBackend: "local", StoreBackend: "memory", RecordMessages: true,
 		MaxMessageSize: 921600, MaxFrameSize: 1048576,
 		IdleTimeout: 60 * time.Second, FrameTimeout: 30 * time.Second, AuthTimeout: 30 * time.Second, HandshakeTimeout: 10 * time.Second,
@@ -54,6 +54,14 @@ func TestEveryVariableParses(t *testing.T) {
 		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
 		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
 		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},
+		{"AUTH_HTTP_URL", "https://auth.example/v1/kraken", func(c Config) bool { return c.AuthHTTPURL == "https://auth.example/v1/kraken" }},
+		{"AUTH_HTTP_INSECURE_SKIP_VERIFY", "true", func(c Config) bool { return c.AuthHTTPInsecureSkipVerify }},
+		{"BACKEND_SECRET", "s3", func(c Config) bool { return c.BackendSecret == "s3" }},
+		{"CONTROL_BACKEND", "NOOP", func(c Config) bool { return c.ControlBackend == "noop" }},
+		{"CONTROL_HTTP_URL", "http://control:9000", func(c Config) bool { return c.ControlHTTPURL == "http://control:9000" }},
+		{"INTERNAL_SECRET", "backend-key", func(c Config) bool { return c.InternalSecret == "backend-key" }},
+		{"WEBHOOK_QUEUE_SIZE", "50", func(c Config) bool { return c.WebhookQueueSize == 50 }},
+		{"WEBHOOK_WORKERS", "4", func(c Config) bool { return c.WebhookWorkers == 4 }},
 		{"AUTH_FILE", "/app/examples/auth.json", func(c Config) bool { return c.AuthFile == "/app/examples/auth.json" }},
 		{"AUTH_ALLOW_ALL", "true", func(c Config) bool { return c.AuthAllowAll }},
 		{"BROKER_BACKEND", "syn", func(c Config) bool { return c.BrokerBackend == "local" }},

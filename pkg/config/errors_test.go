@@ -14,7 +14,7 @@ func TestManyBadValuesReportedAtOnce(t *testing.T) {
 	lookup := env(
 		"WS_PORT", "abc",
 		"MQTT_PORT", "70000",
-		"AUTH_BACKEND", "http",
+		"AUTH_BACKEND", "ldap",
 		"BROKER_BACKEND", "redis",
 		"STORE_BACKEND", "ets",
 		"MAX_FRAME_SIZE", "-5",
@@ -35,7 +35,7 @@ func TestManyBadValuesReportedAtOnce(t *testing.T) {
 	want := []string{
 		`config: WS_PORT="abc": not an integer`,
 		`config: MQTT_PORT=70000: out of range (0..65535)`,
-		`config: AUTH_BACKEND=http is not available in this build`,
+		`config: AUTH_BACKEND="ldap": unknown value (want static, http)`,
 		`config: BROKER_BACKEND="redis": unknown value (want local, syn)`,
 		`config: MAX_FRAME_SIZE=-5: must be at least 1`,
 		`config: IDLE_TIMEOUT_SECONDS="1.5": not an integer`,
@@ -96,6 +96,13 @@ func TestValidate(t *testing.T) {
 		{name: "empty auth file", modify: func(c *Config) { c.AuthFile = "" },
 			want: []string{"config: AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"}},
 		{name: "empty auth file with allow-all", modify: func(c *Config) { c.AuthFile = ""; c.AuthAllowAll = true }},
+		{name: "http auth without a URL", modify: func(c *Config) { c.AuthBackend = "http" },
+			want: []string{"config: AUTH_HTTP_URL is empty: AUTH_BACKEND=http needs the service's base URL"}},
+		{name: "http auth with a relative URL", modify: func(c *Config) { c.AuthBackend, c.AuthHTTPURL = "http", "auth.local/v1" },
+			want: []string{`config: AUTH_HTTP_URL="auth.local/v1": want an http:// or https:// URL with a host`}},
+		{name: "http auth with a URL", modify: func(c *Config) { c.AuthBackend, c.AuthHTTPURL = "http", "https://auth.local/v1" }},
+		{name: "http control without a URL", modify: func(c *Config) { c.ControlBackend = "http" },
+			want: []string{"config: CONTROL_HTTP_URL is empty: CONTROL_BACKEND=http needs the service's base URL"}},
 		{name: "fractional negative duration", modify: func(c *Config) { c.ShutdownTimeout = -500 * time.Millisecond },
 			want: []string{"config: SHUTDOWN_TIMEOUT_SECONDS=-0.5: must not be negative"}},
 		{name: "unknown store", modify: func(c *Config) { c.StoreBackend = "redis" },
@@ -153,6 +160,12 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// optionalString lists the settings whose default is empty: unset means
+// "none" (no URL, no secret).
+var optionalString = map[string]bool{
+	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
+}
+
 func TestVars(t *testing.T) {
 	vars := Vars()
 	seen := map[string]bool{}
@@ -164,8 +177,11 @@ func TestVars(t *testing.T) {
 		if v.Flag != strings.ReplaceAll(strings.ToLower(v.Env), "_", "-") {
 			t.Errorf("%s: flag %q", v.Env, v.Flag)
 		}
-		if v.Help == "" || v.Default == "" {
-			t.Errorf("%s: missing help or default", v.Env)
+		if v.Help == "" {
+			t.Errorf("%s: missing help", v.Env)
+		}
+		if v.Default == "" && !optionalString[v.Env] {
+			t.Errorf("%s: missing default", v.Env)
 		}
 	}
 	if fields := reflect.TypeOf(Config{}).NumField(); len(vars) != fields {

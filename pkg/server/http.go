@@ -46,6 +46,13 @@ func (s *Server) handshake(st *connState, b []byte) int {
 		path = path[:i]
 	}
 	switch string(path) {
+	case internalPublishPath:
+		n := s.internalPublish(st, parts[0], req, b[len(req):])
+		if n < 0 {
+			st.need = int32(len(req) + int(contentLengthOr0(req)))
+			return 0
+		}
+		return len(req) + n
 	case "/health":
 		st.write(healthResponse)
 		s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
@@ -103,19 +110,7 @@ func (s *Server) refuseUpgrade(st *connState, err error) {
 // as gobwas reads it) is the base64 encoding of 16 bytes (RFC 6455 §4.1, item
 // 7); gobwas checks only its length. req is a complete request.
 func secKeyValid(req []byte) bool {
-	var key []byte
-	rest := req[bytes.IndexByte(req, '\n')+1:]
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(rest[:i], []byte(":"))
-		if ok && bytes.EqualFold(bytes.TrimSpace(name), []byte("Sec-WebSocket-Key")) {
-			key = bytes.TrimSpace(value)
-		}
-		rest = rest[i+1:]
-	}
+	key := headerValue(req, "Sec-WebSocket-Key")
 	var raw [18]byte // base64.StdEncoding.DecodedLen(24)
 	if len(key) != 24 {
 		return false
@@ -131,13 +126,20 @@ func (s *Server) httpError(st *connState, status int, reason string) {
 
 // httpErrorWith is httpError with extra header lines, each ending in CRLF.
 func (s *Server) httpErrorWith(st *connState, status int, header, reason string) {
-	body := reason + "\n"
+	s.httpAnswer(st, status, "text/plain; charset=utf-8", header, reason+"\n")
+}
+
+// httpAnswer answers a plain HTTP request with status, a body of
+// contentType and the extra header lines, then closes.
+func (s *Server) httpAnswer(st *connState, status int, contentType, header, body string) {
 	var b []byte
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, ' ')
 	b = append(b, http.StatusText(status)...)
-	b = append(b, "\r\nContent-Type: text/plain; charset=utf-8\r\n"...)
+	b = append(b, "\r\nContent-Type: "...)
+	b = append(b, contentType...)
+	b = append(b, "\r\n"...)
 	b = append(b, header...)
 	b = append(b, "Content-Length: "...)
 	b = strconv.AppendInt(b, int64(len(body)), 10)

@@ -43,17 +43,20 @@ func (r remote) HandleMessage(m *broker.Message) {
 }
 
 // toBroker hands an accepted local publish to the other nodes. A single
-// node skips building the message at all.
-func (s *Server) toBroker(p *hub.Publication, ts int64) {
+// node skips building the message at all. A failure is logged and
+// returned.
+func (s *Server) toBroker(p *hub.Publication, ts int64) error {
 	if _, single := s.cfg.Broker.(local.Broker); single {
-		return
+		return nil
 	}
 	m := &broker.Message{Key: p.Key, Topic: p.Topic, Filter: p.Filter, Data: p.Msg.Data,
 		MsgID: p.Msg.MsgID, From: p.Msg.From, FromType: p.Msg.FromType, Retain: p.Retain,
 		ClearRetained: p.ClearRetained, Node: s.cfg.NodeID, Timestamp: time.UnixMilli(ts)}
-	if err := s.cfg.Broker.Publish(m); err != nil {
+	err := s.cfg.Broker.Publish(m)
+	if err != nil {
 		if ce := s.log.Check(zap.WarnLevel, "fan-out to other nodes failed"); ce != nil {
 			ce.Write(zap.String("topic", p.Topic), zap.Error(err))
 		}
 	}
+	return err
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
@@ -21,22 +22,42 @@ const revalidateRetry = 30 * time.Second
 
 var revokedFrame = frame(disconnectPayload("token_revoked"))
 
+// revalidateConcurrency is how many actors of one batch are revalidated at
+// once: a batch of thousands of sessions against an HTTP service taking
+// 50 ms a call takes seconds, not minutes.
+const revalidateConcurrency = 32
+
 // revalidate checks due sessions against the auth backend (protocol.md §4.9,
-// OQ-9, OQ-11, OQ-12). It runs on a hub goroutine, one batch at a time.
+// OQ-9, OQ-11, OQ-12). It runs on a hub goroutine, one batch at a time: one
+// call per actor, revalidateConcurrency actors at a time, and each answer is
+// applied to every session of its actor.
 func (s *Server) revalidate(conns []*hub.Conn) {
-	answers := make(map[string]revalidation)
+	byActor := make(map[string][]*hub.Conn)
+	var actors []string
 	for _, c := range conns {
-		sess := c.Session()
-		actor := grantOf(sess).ActorTokenID
-		a, ok := answers[actor]
-		if !ok {
+		actor := grantOf(c.Session()).ActorTokenID
+		if _, seen := byActor[actor]; !seen {
+			actors = append(actors, actor)
+		}
+		byActor[actor] = append(byActor[actor], c)
+	}
+	slots := make(chan struct{}, revalidateConcurrency)
+	var wg sync.WaitGroup
+	for _, actor := range actors {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
 			ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+			var a revalidation
 			a.g, a.err = s.cfg.Auth.Revalidate(ctx, actor)
 			cancel()
-			answers[actor] = a
-		}
-		s.applyRevalidation(c, sess, a)
+			for _, c := range byActor[actor] {
+				s.applyRevalidation(c, c.Session(), a)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 type revalidation struct {
@@ -55,9 +76,15 @@ func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation
 		})
 		s.hub.RunShared(func(w hub.Writer) { s.dropRevokedPresence(w, c, a.g) })
 	case errors.Is(a.err, auth.ErrDenied):
-		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID))
-		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(revokedFrame) })
-		s.hub.Close(c, disconnect.New(disconnect.TokenRevoked))
+		reason, f := disconnect.TokenRevoked.Text(), revokedFrame
+		var rev *auth.RevokedError
+		if errors.As(a.err, &rev) && rev.Reason != "" && rev.Reason != reason {
+			reason, f = rev.Reason, frame(disconnectPayload(rev.Reason))
+		}
+		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID),
+			zap.String("reason", reason))
+		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
+		s.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
 		return
 	default:
 		next := *old

@@ -70,6 +70,13 @@ type Config struct {
 	// handled) is closed with 1008 input_overflow. 0 means 4 × MaxFrameSize,
 	// at least 4 MiB.
 	MaxInputBacklog int
+	// InternalSecret is the bearer secret of POST /internal/publish
+	// (INTERNAL_SECRET, protocol.md §5.4); while it is "" or
+	// DefaultInternalSecret the endpoint answers 404 (OQ-26).
+	InternalSecret string
+	// MaxInternalBody bounds the body of POST /internal/publish in bytes
+	// (413 above it); 0 means MaxFrameSize.
+	MaxInternalBody int
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
 }
@@ -99,6 +106,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = 8 << 10
+	}
+	if c.MaxInternalBody <= 0 {
+		c.MaxInternalBody = c.MaxFrameSize
 	}
 	if c.MaxInputBacklog <= 0 {
 		c.MaxInputBacklog = max(4*c.MaxFrameSize, 4<<20)
@@ -188,6 +198,12 @@ func (s *Server) Start() error {
 	}
 	go func() { s.served <- loop.Serve(ln) }()
 	s.log.Info("listening", zap.String("addr", ln.Addr().String()))
+	switch s.cfg.InternalSecret {
+	case "":
+		s.log.Info("POST /internal/publish is disabled: set INTERNAL_SECRET to enable it")
+	case DefaultInternalSecret:
+		s.log.Warn("INTERNAL_SECRET is the placeholder \"change_me\": POST /internal/publish stays disabled until it is set to a real secret")
+	}
 	return nil
 }
 

@@ -76,6 +76,9 @@ func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string) {
 		return g, ""
 	case errors.Is(err, auth.ErrDenied):
 		return nil, wire.ErrAccessDenied
+	case errors.Is(err, auth.ErrUnavailable):
+		s.log.Warn("token validation failed: auth service unavailable", zap.Error(err))
+		return nil, wire.ErrConnectionFailed
 	default:
 		s.log.Warn("token validation failed", zap.Error(err))
 		return nil, wire.ErrAuthenticationFailed

@@ -39,7 +39,12 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	}
 	spec, appID, d := s.resolveSub(g, cmd.Topic)
 	if d != acl.Allowed {
-		s.answerError(st, unknownTopicError(sess, cmd.Topic, d.Hint(acl.OpSubscribe), ""))
+		if sess, g = s.widenGrant(st, sess, cmd.Topic); g != nil {
+			spec, appID, d = s.resolveSub(g, cmd.Topic)
+		}
+	}
+	if d != acl.Allowed {
+		s.answerError(st, unknownTopicError(st.c.Session(), cmd.Topic, d.Hint(acl.OpSubscribe), ""))
 		return
 	}
 	filters, errStr := cmd.Filters.Normalize()
@@ -56,6 +61,36 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	spec.TooMany = frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrTooManySubscriptions,
 		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
 	s.hub.Subscribe(st.c, spec)
+}
+
+// roomAccessTimeout bounds the subscribe cache-miss fallback call
+// (protocol.md §4.10: 2 s).
+const roomAccessTimeout = 2 * time.Second
+
+// widenGrant runs the subscribe cache-miss fallback (protocol.md §4.10)
+// for a pattern outside the session's grant: when the auth backend
+// implements auth.RoomAccessChecker and allows the pattern, its rules are
+// prepended to a copy of the grant, installed as the connection's session,
+// and returned. It returns a nil grant otherwise (denied, failed, or no
+// fallback); the backend caches its denials.
+func (s *Server) widenGrant(st *connState, sess *hub.Session, pattern string) (*hub.Session, *auth.Grant) {
+	checker, ok := s.cfg.Auth.(auth.RoomAccessChecker)
+	if !ok {
+		return sess, nil
+	}
+	g := grantOf(sess)
+	ctx, cancel := context.WithTimeout(context.Background(), roomAccessTimeout)
+	rules, err := checker.CheckRoomAccess(ctx, g.ActorTokenID, pattern)
+	cancel()
+	if err != nil || len(rules) == 0 {
+		return sess, nil
+	}
+	wider := *g
+	wider.Rules = append(append(make(acl.Rules, 0, len(rules)+len(g.Rules)), rules...), g.Rules...)
+	next := *sess
+	next.Grant = &wider
+	st.c.SetSession(&next)
+	return &next, &wider
 }
 
 // unsubscribe always answers `unsubscribed`, subscribed or not (OQ-60).
@@ -152,7 +187,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		st.write(frame(wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)))
 	}
 	s.hub.Publish(p)
-	s.toBroker(p, p.Msg.Timestamp)
+	_ = s.toBroker(p, p.Msg.Timestamp) // logged; the local delivery stands
 }
 
 var msgpackNil = []byte{0xc0}

@@ -148,3 +148,17 @@ func appendInt(b []byte, i int64) []byte {
 	}
 	return msgp.AppendInt64(b, i)
 }
+
+// AppendHydration appends {type:"hydration", topic:topicName,
+// pattern, data} (protocol.md §5.3, OQ-23): topic is the last level of the
+// subscribed pattern, as the Python SDK expects, pattern the whole
+// subscribed topic as sent, and data the hydration webhook's answer as one
+// MessagePack value, copied verbatim.
+func AppendHydration(b []byte, topicName, pattern string, data []byte) []byte {
+	b = msgp.AppendMapHeader(b, 4)
+	b = appendStr(b, "type", "hydration")
+	b = appendStr(b, "topic", topicName)
+	b = appendStr(b, "pattern", pattern)
+	b = msgp.AppendString(b, "data")
+	return append(b, data...)
+}

@@ -51,6 +51,10 @@ var encoderCases = []struct {
 		}})
 	}},
 	{"auth_failed", func(b []byte) []byte { return AppendAuthFailed(b, ErrAccessDenied) }},
+	{"auth_connection_failed", func(b []byte) []byte { return AppendAuthFailed(b, ErrConnectionFailed) }},
+	{"hydration", func(b []byte) []byte {
+		return AppendHydration(b, "messages", "demo/general/messages", []byte{0x81, 0xa4, 'l', 'a', 's', 't', 0xa2, 'h', 'i'})
+	}},
 	{"auth_already_authenticated", func(b []byte) []byte { return AppendAuthFailed(b, ErrAlreadyAuthenticated) }},
 	{"subscribed", func(b []byte) []byte { return AppendSubscribed(b, "demo/general/messages", false) }},
 	{"subscribed_load_balanced", func(b []byte) []byte { return AppendSubscribed(b, "demo/jobs", true) }},

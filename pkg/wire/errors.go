@@ -80,6 +80,9 @@ const (
 	// ErrAuthenticationFailed is the auth failure for a failed or malformed
 	// backend answer (§2.4, OQ-29).
 	ErrAuthenticationFailed = "authentication_failed"
+	// ErrConnectionFailed is the auth failure when the auth service could
+	// not be reached or did not answer in time (§2.4, §5.1).
+	ErrConnectionFailed = "connection_failed"
 	// ErrTooManySubscriptions answers a subscribe over the per-connection
 	// subscription limit.
 	ErrTooManySubscriptions = "too_many_subscriptions"
