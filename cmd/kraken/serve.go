@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -16,11 +17,14 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/config"
+	"github.com/NoLagApp/kraken/pkg/control"
+	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
 	"github.com/NoLagApp/kraken/pkg/store/noop"
+	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
 // tokenCacheEntries bounds the token cache (protocol.md §4.8).
@@ -42,6 +46,12 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if c, ok := msgStore.(store.Closer); ok {
 		defer func() { _ = c.Close() }()
 	}
+	ext, err := newExternal(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kraken: %v\n", err)
+		return exitConfig
+	}
+	defer ext.close()
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -58,6 +68,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
 		ErrorFloodLimit: cfg.ErrorFloodLimit,
 		InternalSecret:  cfg.InternalSecret,
+		Control:         ext.control,
+		Webhooks:        ext.webhooks,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
 		Hub: hub.Config{
@@ -95,6 +107,64 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	log.Info("stopped", zap.Uint64("slow_consumers", srv.Hub().Stats().SlowConsumers))
 	return exitOK
+}
+
+// external is what serve hands to the user's systems: the control plane's
+// batcher (nil with CONTROL_BACKEND=noop) and the webhook dispatcher (nil
+// with the token file, which cannot configure webhooks).
+type external struct {
+	control  *control.Batcher
+	webhooks *webhook.Dispatcher
+	closers  []func(context.Context)
+}
+
+// newExternal builds the control plane (protocol.md §5.2) and the webhook
+// dispatcher (§5.3) the configuration asks for, started.
+func newExternal(cfg config.Config, log *zap.Logger) (*external, error) {
+	ext := &external{}
+	if cfg.ControlBackend == "http" {
+		hc, err := httpcontrol.New(httpcontrol.Config{BaseURL: cfg.ControlHTTPURL, Secret: cfg.BackendSecret,
+			InsecureSkipVerify: cfg.AuthHTTPInsecureSkipVerify, Logger: log.Named("control.http")})
+		if err != nil {
+			return nil, err
+		}
+		ext.control = control.New(control.Config{Controller: hc, Node: nodeName(), Logger: log.Named("control")})
+		ext.control.Start()
+		ext.closers = append(ext.closers, func(ctx context.Context) {
+			_ = ext.control.Close(ctx)
+			_ = hc.Close()
+		})
+		log.Info("control service", zap.String("url", cfg.ControlHTTPURL))
+	}
+	if cfg.AuthBackend == "http" {
+		wc := webhook.Config{QueueSize: cfg.WebhookQueueSize, Workers: cfg.WebhookWorkers, Node: nodeName(),
+			Logger: log.Named("webhook")}
+		if ext.control != nil {
+			wc.OnFailure = ext.control.RecordWebhookFailure
+		}
+		ext.webhooks = webhook.New(wc)
+		// Closed before the control plane, so its last failures are reported.
+		ext.closers = append([]func(context.Context){func(ctx context.Context) { _ = ext.webhooks.Close(ctx) }}, ext.closers...)
+	}
+	return ext, nil
+}
+
+// close stops the dispatcher, then the control plane, within 5 s.
+func (e *external) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range e.closers {
+		c(ctx)
+	}
+}
+
+// nodeName names this node in control-plane reports: the host name.
+func nodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "kraken"
+	}
+	return h
 }
 
 // authBackend is the auth backend serve runs with.

@@ -16,10 +16,12 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/broker/local"
+	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/presence"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/noop"
+	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -70,6 +72,14 @@ type Config struct {
 	// handled) is closed with 1008 input_overflow. 0 means 4 × MaxFrameSize,
 	// at least 4 MiB.
 	MaxInputBacklog int
+	// Control is the control plane's batcher (protocol.md §5.2): usage and
+	// subscription reports, and the blocked projects whose publishes are
+	// refused with 42920. nil reports nothing and blocks nothing
+	// (CONTROL_BACKEND=noop). The caller starts and closes it.
+	Control *control.Batcher
+	// Webhooks sends the customer webhooks of the grants' apps (§5.3); nil
+	// sends none. The caller closes it.
+	Webhooks *webhook.Dispatcher
 	// InternalSecret is the bearer secret of POST /internal/publish
 	// (INTERNAL_SECRET, protocol.md §5.4); while it is "" or
 	// DefaultInternalSecret the endpoint answers 404 (OQ-26).

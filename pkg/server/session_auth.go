@@ -95,7 +95,7 @@ func (s *Server) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 		if topic.ValidateSubscribe(a.Pattern) != nil {
 			continue
 		}
-		spec, appID, d := s.resolveSub(g, a.Pattern)
+		spec, res, d := s.resolveSub(g, a.Pattern)
 		if d != acl.Allowed {
 			continue
 		}
@@ -106,7 +106,7 @@ func (s *Server) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 		spec.Filters, spec.QoS = filters, 1
 		if a.LoadBalance {
 			spec.LoadBalance = true
-			spec.Group = groupName(g, appID, a.LoadBalanceGroup)
+			spec.Group = groupName(g, res.AppID, a.LoadBalanceGroup)
 		}
 		specs = append(specs, spec)
 		restored = append(restored, wire.Restored{Name: a.Pattern, LoadBalance: a.LoadBalance,
@@ -126,16 +126,16 @@ func filterItems(values []string) []wire.FilterItem {
 // resolveSub applies scope injection, the grant check and topic resolution
 // to a subscribe pattern (protocol.md §3.3 steps 1–3). spec is nil unless
 // the decision is acl.Allowed.
-func (s *Server) resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, appID string, d acl.Decision) {
+func (s *Server) resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resolution, d acl.Decision) {
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
 	if d = g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
-		return nil, "", d
+		return nil, res, d
 	}
 	res, ok := g.Rules.Resolve(eff)
 	if !ok {
-		return nil, "", acl.DeniedNoRule
+		return nil, res, acl.DeniedNoRule
 	}
-	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res.AppID, d
+	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res, d
 }
 
 // groupName is the load-balancing group of a subscription:

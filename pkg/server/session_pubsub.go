@@ -11,6 +11,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/topic"
@@ -37,10 +38,12 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 		s.answerError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
 		return
 	}
-	spec, appID, d := s.resolveSub(g, cmd.Topic)
+	spec, res, d := s.resolveSub(g, cmd.Topic)
 	if d != acl.Allowed {
-		if sess, g = s.widenGrant(st, sess, cmd.Topic); g != nil {
-			spec, appID, d = s.resolveSub(g, cmd.Topic)
+		var wider *auth.Grant
+		if sess, wider = s.widenGrant(st, sess, cmd.Topic); wider != nil {
+			g = wider
+			spec, res, d = s.resolveSub(g, cmd.Topic)
 		}
 	}
 	if d != acl.Allowed {
@@ -55,12 +58,14 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
 	if cmd.LoadBalance {
 		spec.LoadBalance = true
-		spec.Group = groupName(g, appID, cmd.LoadBalanceGroup)
+		spec.Group = groupName(g, res.AppID, cmd.LoadBalanceGroup)
 	}
 	spec.Reply = frame(wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance))
 	spec.TooMany = frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrTooManySubscriptions,
 		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
 	s.hub.Subscribe(st.c, spec)
+	s.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
+	s.hydrate(st.c, g, res, cmd.Topic)
 }
 
 // roomAccessTimeout bounds the subscribe cache-miss fallback call
@@ -100,6 +105,7 @@ func (s *Server) unsubscribe(st *connState, cmd *wire.Command) {
 		return
 	}
 	s.hub.Unsubscribe(st.c, cmd.Topic, frame(wire.AppendUnsubscribed(nil, cmd.Topic)))
+	s.reportSubscription(grantOf(st.c.Session()), control.ActionUnsubscribe, cmd.Topic, false, "", wire.FilterSpec{})
 }
 
 // setFilters replaces a live subscription's filters (protocol.md §6.9,
@@ -125,6 +131,7 @@ func (s *Server) setFilters(st *connState, cmd *wire.Command) {
 	ok := frame(wire.AppendFiltersUpdated(nil, cmd.Topic, raw))
 	notSub := frame(wire.AppendError(nil, &wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
 	s.hub.SetFilters(st.c, cmd.Topic, filters, ok, notSub)
+	s.reportSubscription(grantOf(st.c.Session()), control.ActionSubscribe, cmd.Topic, false, "", cmd.Filters)
 }
 
 // publish handles `publish` in the order of protocol.md §3.3: rate limit,
@@ -147,6 +154,10 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	}
 	if e := s.checkLimits(st, g, now, len(data)); e != nil {
 		fail(e)
+		return
+	}
+	if s.cfg.Control != nil && s.cfg.Control.Blocked(g.ProjectID) {
+		fail(&wire.Error{Code: wire.CodeQuotaExceeded, Err: wire.ErrMonthlyQuotaExceeded})
 		return
 	}
 	if err := topic.ValidatePublish(cmd.Topic); err != nil {
@@ -188,6 +199,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 	}
 	s.hub.Publish(p)
 	_ = s.toBroker(p, p.Msg.Timestamp) // logged; the local delivery stands
+	s.afterPublish(g, res, cmd.Topic, eff, data)
 }
 
 var msgpackNil = []byte{0xc0}

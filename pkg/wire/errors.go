@@ -54,6 +54,9 @@ const (
 	ErrRateLimitExceeded = "rate_limit_exceeded"
 	// ErrMessageTooLarge answers a publish whose data is too large (§6.11).
 	ErrMessageTooLarge = "message_too_large"
+	// ErrMonthlyQuotaExceeded refuses a publish of a project the control
+	// plane blocked (code 42920, §6.12).
+	ErrMonthlyQuotaExceeded = "monthly_quota_exceeded"
 	// ErrUnknownTopic answers a v2 client for a topic outside the grants (D-3).
 	ErrUnknownTopic = "unknown_topic"
 	// ErrNotAuthorized answers a v1 client for a topic outside the grants
