@@ -48,6 +48,14 @@ type Config struct {
 	// OnClose is called on the connection's worker after the connection is
 	// unregistered and its subscriptions removed.
 	OnClose func(c *Conn)
+	// OnInterest is told, on a worker's goroutine, when that worker gains
+	// its first (delta +1) or loses its last (delta -1) broadcast
+	// subscription to a routing key (wildcard: a pattern); OnGroupInterest
+	// likewise for a load-balanced group on a key. A cluster's broker
+	// reference-counts them to receive only what this node wants. They
+	// must not block. nil means nobody listens.
+	OnInterest      func(key string, wildcard bool, delta int)
+	OnGroupInterest func(group, key string, wildcard bool, delta int)
 	// RetainTTL is the lifetime of a retained message; 0 means 1 h
 	// (RETAIN_TTL_SECONDS, OQ-15). MaxRetained bounds the retained topics;
 	// 0 means 100000, beyond which an expired entry (else an arbitrary one)
@@ -243,6 +251,20 @@ func (h *Hub) Publish(p *Publication) {
 	for _, w := range h.workers {
 		w.in.push(op{kind: opPublish, pub: p})
 	}
+}
+
+// PublishGroup delivers p to one member of the load-balanced group name on
+// key (a group's routing key or pattern, as its members subscribed), on the
+// group's worker: the part of a message a cluster's bus handed to this node
+// for that group (protocol.md §6.8). Nothing happens when the group has no
+// member here any more.
+func (h *Hub) PublishGroup(p *Publication, name, key string) {
+	w := h.groupWorker(name)
+	w.post(op{kind: opRun, fn: func(*Conn) {
+		if g := w.grp.byID[groupID(name, key)]; g != nil {
+			w.deliverGroup(p, g)
+		}
+	}})
 }
 
 // RevalidateAll marks every session as due for revalidation at the next

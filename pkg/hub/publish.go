@@ -32,6 +32,12 @@ type Publication struct {
 	// data) it removes the retained message instead (protocol.md §6.7,
 	// OQ-15). Either way it is first delivered like any publication.
 	Retain, ClearRetained bool
+	// NoGroups skips load-balanced groups: on a node of a cluster, a group
+	// gets each message from the bus, once cluster-wide (PublishGroup).
+	NoGroups bool
+	// StoreOnly updates the retained store and delivers nothing: the copy of
+	// another node's retained publish that every node follows.
+	StoreOnly bool
 }
 
 // frameCache holds, for the publication being fanned out, the frames built
@@ -77,13 +83,19 @@ func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte 
 // fanOut delivers p to the matching subscriptions of this worker and to one
 // member of each matching group this worker owns.
 func (w *worker) fanOut(p *Publication) {
+	if p.StoreOnly {
+		if p.Retain {
+			w.retained.update(p, w.now(), int64(w.h.cfg.RetainTTL))
+		}
+		return
+	}
 	for _, s := range w.tab.exact[p.Key] {
 		w.deliver(p, s.c, s.pattern, false, s.accepts(p.Filter))
 	}
 	w.tab.wild.Match(p.Key, func(s *sub) {
 		w.deliver(p, s.c, s.pattern, true, s.accepts(p.Filter))
 	})
-	if w.grp.size() > 0 {
+	if w.grp.size() > 0 && !p.NoGroups {
 		for _, g := range w.grp.exact[p.Key] {
 			w.deliverGroup(p, g)
 		}

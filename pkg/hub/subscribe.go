@@ -24,7 +24,9 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	c.nsubs++
 	w.h.stats.subs.Add(1)
 	if !spec.LoadBalance {
-		w.tab.insert(s)
+		if w.tab.insert(s) {
+			w.interest(s, 1)
+		}
 		w.reply(c, spec.Reply)
 		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters)
 		return
@@ -38,6 +40,14 @@ func (w *worker) unsubscribe(c *Conn, pattern string) {
 	if s := c.findSub(pattern); s != nil {
 		w.detach(s)
 		c.unlinkSub(s)
+	}
+}
+
+// interest tells Config.OnInterest that this worker's subscriptions to s's
+// key went from none to some (+1) or back (-1).
+func (w *worker) interest(s *sub, delta int) {
+	if f := w.h.cfg.OnInterest; f != nil {
+		f(s.key, s.wildcard, delta)
 	}
 }
 
@@ -55,7 +65,9 @@ func (w *worker) reply(c *Conn, frame []byte) {
 func (w *worker) detach(s *sub) {
 	w.h.stats.subs.Add(-1)
 	if s.m == nil {
-		w.tab.remove(s)
+		if w.tab.remove(s) {
+			w.interest(s, -1)
+		}
 		return
 	}
 	w.h.groupWorker(s.group).post(op{kind: opMemberRemove, member: s.m})

@@ -76,16 +76,20 @@ func acceptsFilter(filters []string, filter string) bool {
 type table struct {
 	exact map[string][]*sub
 	wild  *topic.Trie[*sub]
+	wildN map[string]int32 // subscriptions per wildcard pattern, for interest changes
 }
 
 func newTable() table {
-	return table{exact: make(map[string][]*sub), wild: topic.NewTrie[*sub]()}
+	return table{exact: make(map[string][]*sub), wild: topic.NewTrie[*sub](), wildN: make(map[string]int32)}
 }
 
-func (t *table) insert(s *sub) {
+// insert adds s and reports whether it is the first subscription to its key
+// (or pattern) on this worker.
+func (t *table) insert(s *sub) (first bool) {
 	if s.wildcard {
 		t.wild.Insert(s.key, s)
-		return
+		t.wildN[s.key]++
+		return t.wildN[s.key] == 1
 	}
 	list := t.exact[s.key]
 	if len(list) > 0 {
@@ -98,26 +102,34 @@ func (t *table) insert(s *sub) {
 	}
 	s.pos = int32(len(list))
 	t.exact[s.key] = append(list, s)
+	return len(list) == 0
 }
 
-func (t *table) remove(s *sub) {
+// remove takes s out and reports whether it was the last subscription to
+// its key (or pattern) on this worker.
+func (t *table) remove(s *sub) (last bool) {
 	if s.wildcard {
 		t.wild.Remove(s.key, s)
-		return
+		if t.wildN[s.key]--; t.wildN[s.key] <= 0 {
+			delete(t.wildN, s.key)
+			return true
+		}
+		return false
 	}
 	list := t.exact[s.key]
-	last := int32(len(list) - 1)
-	if s.pos > last || list[s.pos] != s {
-		return
+	end := int32(len(list) - 1)
+	if s.pos > end || list[s.pos] != s {
+		return false
 	}
-	list[s.pos] = list[last]
+	list[s.pos] = list[end]
 	list[s.pos].pos = s.pos
-	list[last] = nil
-	if last == 0 {
+	list[end] = nil
+	if end == 0 {
 		delete(t.exact, s.key)
-		return
+		return true
 	}
-	t.exact[s.key] = list[:last]
+	t.exact[s.key] = list[:end]
+	return false
 }
 
 // size returns the number of subscriptions in the table.

@@ -135,12 +135,18 @@ func (w *worker) handle(o *op) {
 	case opMemberAdd:
 		if w.grp.add(o.member) {
 			w.h.stats.groups.Add(1)
+			if f := w.h.cfg.OnGroupInterest; f != nil {
+				f(o.member.group, o.member.key, o.member.wild, 1)
+			}
 		}
 		w.reply(o.member.c, o.member.reply)
 		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters)
 	case opMemberRemove:
 		if w.grp.remove(o.member) {
 			w.h.stats.groups.Add(-1)
+			if f := w.h.cfg.OnGroupInterest; f != nil {
+				f(o.member.group, o.member.key, o.member.wild, -1)
+			}
 		}
 	}
 }

@@ -1,58 +1,22 @@
 package server
 
 import (
-	"context"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/broker/membus"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
-
-// bus is an in-memory stand-in for a distributed engine: every node's
-// broker publishes to it and it delivers to every other node.
-type bus struct {
-	mu    sync.Mutex
-	nodes []*busBroker
-}
-
-// busBroker is one node's broker.Broker on a bus.
-type busBroker struct {
-	bus *bus
-	h   broker.Handler
-}
-
-func (b *busBroker) Start(_ context.Context, h broker.Handler) error {
-	b.bus.mu.Lock()
-	defer b.bus.mu.Unlock()
-	b.h = h
-	b.bus.nodes = append(b.bus.nodes, b)
-	return nil
-}
-
-func (b *busBroker) Publish(m *broker.Message) error {
-	b.bus.mu.Lock()
-	nodes := append([]*busBroker(nil), b.bus.nodes...)
-	b.bus.mu.Unlock()
-	for _, n := range nodes {
-		cp := *m
-		n.h.HandleMessage(&cp) // the sender's own node ignores its messages
-	}
-	return nil
-}
-
-func (b *busBroker) Close() error { return nil }
-
-var _ broker.Broker = (*busBroker)(nil)
 
 // TestTwoNodesShareMessagesThroughTheBrokerSlot: with a fan-out backend
 // joining two nodes, a subscriber on one node receives a publish made on the
 // other, exactly once, with the publisher's fields, while local delivery on
 // the publishing node still happens once.
 func TestTwoNodesShareMessagesThroughTheBrokerSlot(t *testing.T) {
-	b := &bus{}
-	nodeA := start(t, func(c *Config) { c.Broker = &busBroker{bus: b}; c.NodeID = "a" })
-	nodeB := start(t, func(c *Config) { c.Broker = &busBroker{bus: b}; c.NodeID = "b" })
+	b := &membus.Bus{}
+	nodeA := start(t, func(c *Config) { c.Broker = b.Node("a"); c.NodeID = "a" })
+	nodeB := start(t, func(c *Config) { c.Broker = b.Node("b"); c.NodeID = "b" })
 
 	bobOnB := authed(t, nodeB, "dev-token-bob")
 	subscribe(t, bobOnB, "demo/general/+")
@@ -69,4 +33,94 @@ func TestTwoNodesShareMessagesThroughTheBrokerSlot(t *testing.T) {
 	}
 	bobOnB.ExpectNothing(200 * time.Millisecond)
 	carolOnA.ExpectNothing(100 * time.Millisecond)
+}
+
+// cluster starts n nodes joined by one in-memory bus.
+func cluster(t *testing.T, n int, mutate func(*Config)) []*Server {
+	b := &membus.Bus{}
+	var nodes []*Server
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("node%d", i)
+		nodes = append(nodes, start(t, func(c *Config) {
+			c.Broker, c.NodeID = b.Node(id), id
+			if mutate != nil {
+				mutate(c)
+			}
+		}))
+	}
+	return nodes
+}
+
+// A load-balanced group with a member on each of three nodes gets each
+// message exactly once cluster-wide, every member a share; a broadcast
+// subscriber on another node gets every message.
+func TestGroupAcrossNodesGetsEachMessageOnce(t *testing.T) {
+	nodes := cluster(t, 3, func(c *Config) { c.RateLimit = 1000 })
+	var members []*testpeer.Peer
+	for _, n := range nodes {
+		p := authed(t, n, "dev-token-bob")
+		subscribe(t, p, "demo/general/jobs", "loadBalance", true, "loadBalanceGroup", "workers")
+		members = append(members, p)
+	}
+	watcher := authed(t, nodes[2], "dev-token-bob")
+	subscribe(t, watcher, "demo/general/jobs")
+	alice := authed(t, nodes[0], "dev-token-alice")
+	const total = 300
+	for i := 0; i < total; i++ {
+		alice.Send("type", "publish", "topic", "demo/general/jobs", "data", i)
+	}
+	seen := map[int64]int{}
+	for i := 0; i < total; i++ {
+		watcher.ExpectFields("type", "message", "data", i)
+	}
+	got := 0
+	share := make([]int, len(members))
+	for got < total {
+		progress := false
+		for i, m := range members {
+			if f, err := m.Read(20 * time.Millisecond); err == nil {
+				seen[asInt(t, f.Map["data"])]++
+				share[i]++
+				got++
+				progress = true
+			}
+		}
+		if !progress {
+			t.Fatalf("the group got %d of %d messages", got, total)
+		}
+	}
+	for i := int64(0); i < total; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("message %d reached the group %d times", i, seen[i])
+		}
+	}
+	for i, m := range members {
+		m.ExpectNothing(100 * time.Millisecond)
+		if share[i] == 0 {
+			t.Errorf("the member on node %d got no share: %v", i, share)
+		}
+	}
+}
+
+// A retained message set on one node reaches a new subscriber on another,
+// and a clear from a third node removes it everywhere.
+func TestRetainedAcrossNodes(t *testing.T) {
+	nodes := cluster(t, 3, nil)
+	alice := authed(t, nodes[0], "dev-token-alice")
+	alice.Send("type", "publish", "topic", "demo/general/state", "data", "on", "retain", true, "msgRef", "r")
+	alice.ExpectFields("type", "published", "msgRef", "r")
+	bobOnC := authed(t, nodes[2], "dev-token-bob")
+	waitFor(t, 2*time.Second, func() bool {
+		bobOnC.Send("type", "subscribe", "topic", "demo/general/state")
+		bobOnC.ExpectFields("type", "subscribed")
+		f, err := bobOnC.Read(100 * time.Millisecond)
+		return err == nil && f.Map["data"] == "on"
+	})
+	carolOnB := authed(t, nodes[1], "dev-token-alice")
+	carolOnB.Send("type", "publish", "topic", "demo/general/state", "retain", true, "msgRef", "clear")
+	carolOnB.ExpectFields("type", "published", "msgRef", "clear")
+	bobOnC.ExpectFields("type", "message", "data", nil) // the live clear
+	late := authed(t, nodes[2], "dev-token-bob")
+	subscribe(t, late, "demo/general/state")
+	late.ExpectNothing(200 * time.Millisecond)
 }

@@ -98,7 +98,7 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	}
 	now := time.Now()
 	p := &hub.Publication{Key: key, Topic: display, Echo: true, Retain: req.Retain,
-		ClearRetained: req.Retain && len(data) == 1 && data[0] == 0xc0}
+		ClearRetained: req.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: s.distributed()}
 	p.Msg = wire.Message{Topic: display, Data: data, From: "server", FromType: "server", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()

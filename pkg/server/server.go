@@ -180,6 +180,10 @@ func New(cfg Config) (*Server, error) {
 	hc.Logger = cfg.Logger
 	hc.Revalidate = s.revalidate
 	hc.OnClose = s.connClosed
+	if s.distributed() {
+		hc.OnInterest = cfg.Broker.Interest
+		hc.OnGroupInterest = cfg.Broker.GroupInterest
+	}
 	s.hub = hub.New(hc)
 	if n, ok := cfg.Auth.(auth.Notifier); ok {
 		n.OnChange(s.hub.RevalidateAll)

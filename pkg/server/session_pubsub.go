@@ -184,7 +184,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		return
 	}
 	p := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: st.c, Echo: cmd.Echo,
-		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0}
+		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: s.distributed()}
 	p.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
 		From: g.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {

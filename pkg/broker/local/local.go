@@ -19,6 +19,13 @@ func (Broker) Start(context.Context, broker.Handler) error { return nil }
 // Publish implements broker.Broker; there is no other node to tell.
 func (Broker) Publish(*broker.Message) error { return nil }
 
+// Interest implements broker.Broker; the hub already routes locally.
+func (Broker) Interest(string, bool, int) {}
+
+// GroupInterest implements broker.Broker; the hub picks group members
+// locally.
+func (Broker) GroupInterest(string, string, bool, int) {}
+
 // Close implements broker.Broker.
 func (Broker) Close() error { return nil }
 

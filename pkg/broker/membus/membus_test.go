@@ -1,0 +1,16 @@
+package membus_test
+
+import (
+	"testing"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/broker/brokertest"
+	"github.com/NoLagApp/kraken/pkg/broker/membus"
+)
+
+func TestConformance(t *testing.T) {
+	brokertest.Run(t, brokertest.Cluster{New: func(*testing.T) func(string) broker.Broker {
+		bus := &membus.Bus{}
+		return func(id string) broker.Broker { return bus.Node(id) }
+	}})
+}
