@@ -6,7 +6,15 @@
 #   BENCH_SIZE=smoke|short|full bash bench/run.sh
 #
 # Reports go to bench/out/$BENCH_SIZE (override with BENCH_OUT); binaries to
-# bench/bin. BENCH_ONLY="fanout latency-1" runs only the named cases.
+# bench/bin (BENCH_KRAKEN_BIN=path uses a kraken built elsewhere).
+# BENCH_ONLY="fanout latency-1" runs only the named cases.
+#
+# BENCH_ONLY=connect-http (not run by default) is the connect case of the
+# size against kraken alone with three auth backends: the static token file,
+# and bench/authsvc with each delay of BENCH_HTTP_DELAYS ("0ms 20ms"), for
+# each token spread of BENCH_HTTP_TOKENS ("4 each": 4 shared tokens, a
+# token per connection), BENCH_REPS (3) times; the table shows the medians.
+# BENCH_HTTP_N overrides the number of connections.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -15,14 +23,26 @@ BIN=bench/bin
 OUT=${BENCH_OUT:-bench/out/$SIZE}
 KPORT=${BENCH_KRAKEN_PORT:-18080}
 BPORT=${BENCH_BASELINE_PORT:-18090}
+APORT=${BENCH_AUTHSVC_PORT:-18070}
 mkdir -p "$BIN" "$OUT"
 
+only() { [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " == *" $1 "* ]]; }
+
 echo "building into $BIN" >&2
-go build -o "$BIN/kraken" ./cmd/kraken
+KRAKEN=${BENCH_KRAKEN_BIN:-$BIN/kraken}
+if [ -z "${BENCH_KRAKEN_BIN:-}" ]; then
+	go build -o "$BIN/kraken" ./cmd/kraken
+fi
 go build -o "$BIN/loadgen" ./bench/loadgen
 go build -o "$BIN/baseline" ./bench/baseline
+if only connect-http; then
+	go build -o "$BIN/authsvc" ./bench/authsvc
+fi
 
 BROKER_PID=""
+AUTHSVC_PID=""
+# KRAKEN_AUTH is the auth setting kraken starts with.
+KRAKEN_AUTH=(AUTH_ALLOW_ALL=true)
 
 stop_broker() {
 	if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
@@ -39,7 +59,15 @@ stop_broker() {
 	fi
 	BROKER_PID=""
 }
-trap stop_broker EXIT
+
+stop_authsvc() {
+	if [ -n "$AUTHSVC_PID" ] && kill -0 "$AUTHSVC_PID" 2>/dev/null; then
+		kill -TERM "$AUTHSVC_PID" 2>/dev/null || true
+		wait "$AUTHSVC_PID" 2>/dev/null || true
+	fi
+	AUTHSVC_PID=""
+}
+trap 'stop_broker; stop_authsvc' EXIT
 trap 'exit 130' INT TERM
 
 # start_broker NAME LOGFILE: starts kraken or the baseline and waits until
@@ -54,8 +82,8 @@ start_broker() {
 	fi
 	case $name in
 	kraken)
-		AUTH_ALLOW_ALL=true RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn \
-			"$BIN/kraken" >"$log" 2>&1 &
+		env "${KRAKEN_AUTH[@]}" RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn \
+			"$KRAKEN" >"$log" 2>&1 &
 		;;
 	baseline)
 		"$BIN/baseline" --addr "127.0.0.1:$BPORT" >"$log" 2>&1 &
@@ -77,8 +105,10 @@ start_broker() {
 }
 
 # Cases: NAME SCENARIO LOADGEN-ARGS...
+# HTTP_CONNECT is the connect case of the size, for connect-http.
 case $SIZE in
 smoke)
+	HTTP_CONNECT="-n 200"
 	CASES=(
 		"idle idle -n 200 --steps 4 --settle 200ms"
 		"fanout fanout -n 200 --messages 20"
@@ -90,6 +120,7 @@ smoke)
 	)
 	;;
 short)
+	HTTP_CONNECT="-n 5000 --procs 2"
 	CASES=(
 		"idle idle -n 5000 --start 1000 --steps 5 --procs 2 --settle 2s"
 		"fanout fanout -n 5000 --messages 20"
@@ -101,6 +132,7 @@ short)
 	)
 	;;
 full)
+	HTTP_CONNECT="-n 19000 --procs 2 --concurrency 64"
 	CASES=(
 		"idle idle -n 19000 --start 1000 --steps 4 --procs 2 --settle 3s"
 		"fanout fanout -n 10000 --messages 20"
@@ -130,6 +162,9 @@ esac
 		echo "$k: $(sysctl -n "$k" 2>/dev/null | tr '\t' ' ')"
 	done
 	echo "kraken: AUTH_ALLOW_ALL=true RATE_LIMIT=100000 LOG_LEVEL=warn, other settings default; GOGC and GOMAXPROCS default"
+	if only connect-http; then
+		echo "connect-http: kraken with AUTH_FILE (static) or AUTH_BACKEND=http against bench/authsvc, TOKEN_CACHE_SECONDS default; delays ${BENCH_HTTP_DELAYS:-0ms 20ms}; tokens ${BENCH_HTTP_TOKENS:-4 each}; ${BENCH_REPS:-3} repetitions"
+	fi
 } >"$OUT/env.txt"
 
 FAILED=()
@@ -139,7 +174,7 @@ for c in "${CASES[@]}"; do
 	name=${words[0]}
 	scenario=${words[1]}
 	args=("${words[@]:2}")
-	if [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " != *" $name "* ]]; then
+	if [ -n "${BENCH_ONLY:-}" ] && ! only "$name"; then
 		continue
 	fi
 	ok=1
@@ -171,12 +206,132 @@ for c in "${CASES[@]}"; do
 	fi
 done
 
+# start_authsvc DELAY LOGFILE: starts bench/authsvc and waits for its port.
+start_authsvc() {
+	local delay=$1 log=$2
+	if (exec 3<>"/dev/tcp/127.0.0.1/$APORT") 2>/dev/null; then
+		echo "port $APORT is already in use by another process; set BENCH_AUTHSVC_PORT" >&2
+		return 1
+	fi
+	"$BIN/authsvc" --addr "127.0.0.1:$APORT" --delay "$delay" --secret bench-secret >"$log" 2>&1 &
+	AUTHSVC_PID=$!
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$APORT") 2>/dev/null; then
+			kill -0 "$AUTHSVC_PID" 2>/dev/null && return 0
+			break
+		fi
+		kill -0 "$AUTHSVC_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "authsvc did not start; see $log" >&2
+	return 1
+}
+
+# connect-http: kraken alone, the connect case of the size, with the token
+# file and with bench/authsvc at each delay; each token spread; BENCH_REPS
+# rounds, the setups alternating within each round. Each run has a fresh
+# kraken (so an empty token cache) and a fresh auth service.
+HTTP_TABLES=()
+if only connect-http; then
+	read -r -a hargs <<<"$HTTP_CONNECT"
+	if [ -n "${BENCH_HTTP_N:-}" ]; then
+		hargs+=(-n "$BENCH_HTTP_N")
+	fi
+	hn=0
+	for ((i = 0; i < ${#hargs[@]}; i++)); do
+		[ "${hargs[i]}" = -n ] && hn=${hargs[i + 1]}
+	done
+	read -r -a delays <<<"${BENCH_HTTP_DELAYS:-0ms 20ms}"
+	read -r -a spreads <<<"${BENCH_HTTP_TOKENS:-4 each}"
+	reps=${BENCH_REPS:-3}
+	HOUT=$OUT/connect-http
+	mkdir -p "$HOUT"
+	"$BIN/authsvc" tokens --n "$hn" >"$HOUT/tokens.json"
+	setups=()
+	for d in "${delays[@]}"; do setups+=("http-$d"); done
+	setups+=(static)
+	for ((rep = 1; rep <= reps; rep++)); do
+		for sp in "${spreads[@]}"; do
+			ntok=$sp
+			[ "$sp" = each ] && ntok=$hn
+			for su in "${setups[@]}"; do
+				run=$su-tokens-$sp-r$rep
+				echo "== connect-http $rep/$reps: $su, tokens $sp (${hargs[*]})" >&2
+				rm -f "$HOUT/$run.json"
+				stats=()
+				if [ "$su" = static ]; then
+					KRAKEN_AUTH=(AUTH_FILE="$HOUT/tokens.json")
+				else
+					if ! start_authsvc "${su#http-}" "$HOUT/$run.authsvc.log"; then
+						FAILED+=("connect-http $run")
+						continue
+					fi
+					KRAKEN_AUTH=(AUTH_BACKEND=http "AUTH_HTTP_URL=http://127.0.0.1:$APORT/v1/kraken" BACKEND_SECRET=bench-secret)
+					stats=(--auth-stats "http://127.0.0.1:$APORT/stats")
+				fi
+				if start_broker kraken "$HOUT/$run.broker.log"; then
+					if ! "$BIN/loadgen" --url "ws://127.0.0.1:$KPORT/ws" --pid "$BROKER_PID" --label "$su" \
+						--scenario connect "${hargs[@]}" --token bench-tok --tokens "$ntok" "${stats[@]}" \
+						--json "$HOUT/$run.json" --md "$HOUT/$run.md" \
+						>/dev/null 2> >(tee "$HOUT/$run.log" >&2); then
+						FAILED+=("connect-http $run")
+					fi
+					if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+						FAILED+=("connect-http $run (broker exited)")
+					fi
+				else
+					FAILED+=("connect-http $run")
+				fi
+				stop_broker
+				stop_authsvc
+			done
+		done
+	done
+	KRAKEN_AUTH=(AUTH_ALLOW_ALL=true)
+	for sp in "${spreads[@]}"; do
+		group=()
+		for su in "${setups[@]}"; do
+			runs=()
+			for ((rep = 1; rep <= reps; rep++)); do
+				[ -f "$HOUT/$su-tokens-$sp-r$rep.json" ] && runs+=("$HOUT/$su-tokens-$sp-r$rep.json")
+			done
+			if [ ${#runs[@]} -eq 0 ]; then
+				group=()
+				break
+			fi
+			"$BIN/loadgen" median --label "$su" --out "$HOUT/$su-tokens-$sp.json" "${runs[@]}"
+			group+=("$HOUT/$su-tokens-$sp.json")
+		done
+		HTTP_TABLES+=("${group[@]}")
+	done
+	if [ ${#HTTP_TABLES[@]} -gt 0 ]; then
+		names=$(
+			IFS=,
+			echo "${setups[*]}"
+		)
+		"$BIN/loadgen" table --names "$names" --spread "${HTTP_TABLES[@]}" >"$HOUT/table.md"
+		"$BIN/loadgen" table --names "$names" --spread \
+			--metrics connect_errors,connect_authsvc_calls_per_conn,connect_rate,connect_auth_p50,connect_auth_p99,connect_p50,connect_p99,connect_cpu_per_conn,connect_authsvc_cpu_per_conn,connect_authsvc_max_in_flight \
+			"${HTTP_TABLES[@]}" >"$HOUT/summary.md"
+	fi
+fi
+
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
+fi
+if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ]; then
 	echo
 	cat "$OUT/env.txt"
+fi
+if [ ${#PAIRS[@]} -gt 0 ]; then
 	echo
 	cat "$OUT/table.md"
+fi
+if [ ${#HTTP_TABLES[@]} -gt 0 ]; then
+	echo
+	echo "connect-http: medians of $reps runs (range in brackets); every metric in $HOUT/table.md"
+	echo
+	cat "$HOUT/summary.md"
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "failed: ${FAILED[*]}" >&2

@@ -54,13 +54,15 @@ func (c *conn) abort() {
 type dialer struct {
 	url      string
 	local    *net.TCPAddr
-	authF    []byte
+	token    string
+	tokens   int    // distinct tokens; <= 1: every connection sends token
+	authF    []byte // the auth frame of token
 	timeout  time.Duration
 	wsDialer ws.Dialer
 }
 
-func newDialer(url, token, sourceIP string, timeout time.Duration) (*dialer, error) {
-	d := &dialer{url: url, authF: clientFrame(authPayload(token)), timeout: timeout}
+func newDialer(url, token string, tokens int, sourceIP string, timeout time.Duration) (*dialer, error) {
+	d := &dialer{url: url, token: token, tokens: tokens, authF: clientFrame(authPayload(token)), timeout: timeout}
 	if sourceIP != "" {
 		ip := net.ParseIP(sourceIP)
 		if ip == nil {
@@ -91,17 +93,37 @@ func newDialer(url, token, sourceIP string, timeout time.Duration) (*dialer, err
 	return d, nil
 }
 
+// tokenFor is the token of the connection with global index g: with
+// --tokens K > 1 it is TOKEN-<g mod K>, so K distinct tokens are spread
+// evenly over the connections (K >= N gives each its own); otherwise TOKEN.
+func tokenFor(token string, tokens, g int) string {
+	if tokens <= 1 {
+		return token
+	}
+	return fmt.Sprintf("%s-%d", token, g%tokens)
+}
+
+// authFrame is the auth frame of the connection with global index g.
+func (d *dialer) authFrame(g int) []byte {
+	if d.tokens <= 1 {
+		return d.authF
+	}
+	return clientFrame(authPayload(tokenFor(d.token, d.tokens, g)))
+}
+
 // errAuth is a refused auth reply.
 var errAuth = errors.New("auth refused")
 
-// open dials, upgrades, authenticates and subscribes to topics, waiting
-// for the auth reply and every subscribed reply. buf is scratch space.
-func (d *dialer) open(ctx context.Context, subFrames [][]byte, buf []byte) (*conn, error) {
+// open dials, upgrades, authenticates with the frame authF and subscribes
+// to topics, waiting for the auth reply and every subscribed reply. buf is
+// scratch space. authNs is the time from writing the auth frame to reading
+// the auth reply.
+func (d *dialer) open(ctx context.Context, authF []byte, subFrames [][]byte, buf []byte) (*conn, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	nc, br, _, err := d.wsDialer.Dial(ctx, d.url)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c := &conn{nc: nc}
 	if br != nil {
@@ -115,11 +137,12 @@ func (d *dialer) open(ctx context.Context, subFrames [][]byte, buf []byte) (*con
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = dl
 	}
-	fail := func(err error) (*conn, error) {
+	fail := func(err error) (*conn, int64, error) {
 		_ = nc.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	if err := c.write(d.authF, d.timeout); err != nil {
+	tAuth := time.Now()
+	if err := c.write(authF, d.timeout); err != nil {
 		return fail(err)
 	}
 	var authErr error
@@ -141,11 +164,12 @@ func (d *dialer) open(ctx context.Context, subFrames [][]byte, buf []byte) (*con
 	if err != nil {
 		return fail(fmt.Errorf("auth reply: %w", err))
 	}
+	authNs := time.Since(tAuth).Nanoseconds()
 	if !got || authErr != nil {
 		return fail(authErr)
 	}
 	if len(subFrames) == 0 {
-		return c, nil
+		return c, authNs, nil
 	}
 	var out []byte
 	for _, f := range subFrames {
@@ -179,7 +203,7 @@ func (d *dialer) open(ctx context.Context, subFrames [][]byte, buf []byte) (*con
 	if subErr != nil {
 		return fail(subErr)
 	}
-	return c, nil
+	return c, authNs, nil
 }
 
 // errClosed reports a close frame or EOF.

@@ -8,6 +8,7 @@
 //
 //	loadgen --scenario idle|fanout|latency|connect|storm|stream --url ws://HOST:PORT/ws [flags]
 //	loadgen table --names kraken,baseline a1.json b1.json [a2.json b2.json ...]
+//	loadgen median --out m.json run1.json run2.json run3.json
 //
 // Connections can be split over child processes (--procs), each with its
 // own loopback source address 127.0.0.(2+i), to open more connections than
@@ -16,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -32,6 +34,8 @@ func main() {
 			os.Exit(workerMain(os.Args[2:]))
 		case "table":
 			os.Exit(tableMain(os.Args[2:]))
+		case "median":
+			os.Exit(medianMain(os.Args[2:]))
 		}
 	}
 	os.Exit(runMain(os.Args[1:]))
@@ -46,6 +50,8 @@ func runMain(args []string) int {
 	fs := newFlagSet("loadgen")
 	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8080/ws", "broker WebSocket URL")
 	fs.StringVar(&cfg.Token, "token", "dev-token-bob", "access token sent in the auth frame")
+	fs.IntVar(&cfg.Tokens, "tokens", 0, "distinct tokens: with K > 1 connection g sends TOKEN-<g mod K> (K >= n: one each); 0 or 1: TOKEN for all")
+	fs.StringVar(&cfg.AuthStats, "auth-stats", "", "connect: URL of the auth service's counters (bench/authsvc GET /stats), read before and after")
 	fs.StringVar(&cfg.Topic, "topic", "demo/general/bench", "topic (idle also uses TOPIC/2; stream uses TOPIC/0..TOPIC/T-1)")
 	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect, storm or stream")
 	fs.IntVar(&cfg.N, "n", 1000, "subscriber connections")
@@ -104,37 +110,80 @@ func runMain(args []string) int {
 	return 0
 }
 
-// tableMain prints one comparison table from pairs of JSON reports.
+// tableMain prints one comparison table from groups of JSON reports, one
+// report per name in each group.
 func tableMain(args []string) int {
 	fs := newFlagSet("table")
-	names := fs.String("names", "kraken,baseline", "names of the two brokers")
+	names := fs.String("names", "kraken,baseline", "names of the brokers or setups, comma-separated; ratios are against the last")
+	keys := fs.String("metrics", "", "only these metric keys, comma-separated (default all)")
+	spread := fs.Bool("spread", false, "show the range over the repetitions of median reports")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	nm := strings.Split(*names, ",")
+	if len(nm) < 2 {
+		fmt.Fprintln(os.Stderr, "loadgen table: --names A,B[,C...]")
+		return 2
+	}
 	files := fs.Args()
-	if len(files) == 0 || len(files)%2 != 0 {
-		fmt.Fprintln(os.Stderr, "loadgen table: give pairs of report files: A1.json B1.json [A2.json B2.json ...]")
+	if len(files) == 0 || len(files)%len(nm) != 0 {
+		fmt.Fprintf(os.Stderr, "loadgen table: give groups of %d report files, one per name: A1.json B1.json [A2.json B2.json ...]\n", len(nm))
 		return 2
 	}
-	nm := strings.SplitN(*names, ",", 2)
-	if len(nm) != 2 {
-		fmt.Fprintln(os.Stderr, "loadgen table: --names A,B")
+	opt := tableOptions{spread: *spread}
+	if *keys != "" {
+		opt.keys = map[string]bool{}
+		for _, k := range strings.Split(*keys, ",") {
+			opt.keys[strings.TrimSpace(k)] = true
+		}
+	}
+	var groups [][]*Report
+	for i := 0; i < len(files); i += len(nm) {
+		var g []*Report
+		for _, f := range files[i : i+len(nm)] {
+			r, err := readJSON(f)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "loadgen table:", err)
+				return 1
+			}
+			g = append(g, r)
+		}
+		groups = append(groups, g)
+	}
+	writeComparisonN(os.Stdout, nm, groups, opt)
+	return 0
+}
+
+// medianMain writes the median report of repetitions of one case.
+func medianMain(args []string) int {
+	fs := newFlagSet("median")
+	out := fs.String("out", "", "write the median report here (default stdout)")
+	label := fs.String("label", "", "label of the median report (default the first report's)")
+	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var pairs [][2]*Report
-	for i := 0; i < len(files); i += 2 {
-		a, err := readJSON(files[i])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "loadgen table:", err)
-			return 1
-		}
-		b, err := readJSON(files[i+1])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "loadgen table:", err)
-			return 1
-		}
-		pairs = append(pairs, [2]*Report{a, b})
+	if fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "loadgen median: give the report files of the repetitions")
+		return 2
 	}
-	writeComparison(os.Stdout, nm[0], nm[1], pairs)
+	var rs []*Report
+	for _, f := range fs.Args() {
+		r, err := readJSON(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen median:", err)
+			return 1
+		}
+		rs = append(rs, r)
+	}
+	m := medianReport(*label, rs)
+	if *out == "" {
+		b, _ := json.MarshalIndent(m, "", "  ")
+		fmt.Printf("%s\n", b)
+		return 0
+	}
+	if err := writeJSON(*out, m); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen median:", err)
+		return 1
+	}
 	return 0
 }

@@ -87,6 +87,7 @@ func workerMain(args []string) int {
 	fs := newFlagSet("worker")
 	url := fs.String("url", "", "broker URL")
 	token := fs.String("token", "", "token")
+	tokens := fs.Int("tokens", 0, "distinct tokens (see --tokens of loadgen)")
 	src := fs.String("source-ip", "", "local address")
 	index := fs.Int("index", 0, "worker index")
 	procs := fs.Int("procs", 1, "number of workers")
@@ -95,7 +96,7 @@ func workerMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	d, err := newDialer(*url, *token, *src, *timeout)
+	d, err := newDialer(*url, *token, *tokens, *src, *timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen worker:", err)
 		return 2

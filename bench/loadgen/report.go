@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 )
@@ -25,6 +26,9 @@ type Metric struct {
 	Value float64 `json:"value"`
 	// Better is 1 when higher is better, -1 when lower is, 0 for context.
 	Better int `json:"better"`
+	// Min and Max are the range over the repetitions of a median report.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
 }
 
 // Point is one idle-ramp sample.
@@ -52,9 +56,11 @@ type Report struct {
 	// the idle ramp (both ends), when /proc/slabinfo is readable.
 	KernelSlabs []SlabSlope `json:"kernel_slabs,omitempty"`
 	// Storms are the rounds of the storm scenario.
-	Storms     []StormRound `json:"storms,omitempty"`
-	Notes      []string     `json:"notes,omitempty"`
-	firstError string
+	Storms []StormRound `json:"storms,omitempty"`
+	// Repetitions is the number of runs a median report combines.
+	Repetitions int      `json:"repetitions,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	firstError  string
 }
 
 func newReport(cfg Config) *Report {
@@ -70,7 +76,7 @@ func newReport(cfg Config) *Report {
 			"rate": cfg.Rate, "payload": cfg.Payload, "messages": cfg.Messages, "steps": cfg.Steps,
 			"start": cfg.Start, "settle": cfg.Settle.String(), "topics": cfg.Topics, "subs": cfg.Subs,
 			"publishers": cfg.Publishers, "concurrency": cfg.Concurrency, "topic": cfg.Topic,
-			"rounds": cfg.Rounds,
+			"rounds": cfg.Rounds, "tokens": cfg.Tokens,
 		},
 	}
 }
@@ -227,24 +233,66 @@ func group(v float64) string {
 // writeComparison writes one table over pairs of reports (a, b): metric |
 // a | b | a/b. Metrics are matched by key.
 func writeComparison(w io.Writer, nameA, nameB string, pairs [][2]*Report) {
-	fmt.Fprintf(w, "| metric | %s | %s | ratio %s/%s |\n|---|---:|---:|---:|\n", nameA, nameB, nameA, nameB)
+	groups := make([][]*Report, len(pairs))
+	for i, p := range pairs {
+		groups[i] = []*Report{p[0], p[1]}
+	}
+	writeComparisonN(w, []string{nameA, nameB}, groups, tableOptions{})
+}
+
+// tableOptions select what a comparison table shows.
+type tableOptions struct {
+	// keys, when not empty, keeps only these metrics, in the reports' order.
+	keys map[string]bool
+	// spread adds the range over the repetitions of a median report.
+	spread bool
+}
+
+// writeComparisonN writes one table over groups of reports, one per name:
+// metric | names... | one ratio column per name but the last, against the
+// last. Metrics are those of each group's first report, matched by key.
+func writeComparisonN(w io.Writer, names []string, groups [][]*Report, opt tableOptions) {
+	ref := names[len(names)-1]
+	fmt.Fprintf(w, "| metric | %s |", strings.Join(names, " | "))
+	for _, n := range names[:len(names)-1] {
+		fmt.Fprintf(w, " ratio %s/%s |", n, ref)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", 2*len(names)-1))
 	var notes []string
-	for _, p := range pairs {
-		a, b := p[0], p[1]
-		for _, m := range a.Metrics {
-			mb, ok := b.Metric(m.Key)
-			vb, ratio := "—", "—"
-			if ok {
-				vb = formatValue(mb)
-				if mb.Value != 0 && m.Better != 0 {
-					ratio = fmt.Sprintf("%.2f×", m.Value/mb.Value)
-				}
+	for _, g := range groups {
+		first, last := g[0], g[len(g)-1]
+		for _, m := range first.Metrics {
+			if len(opt.keys) > 0 && !opt.keys[m.Key] {
+				continue
 			}
-			fmt.Fprintf(w, "| %s: %s | %s | %s | %s |\n", scenarioTitle(a), metricTitle(m), formatValue(m), vb, ratio)
+			ml, okRef := last.Metric(m.Key)
+			fmt.Fprintf(w, "| %s: %s |", scenarioTitle(first), metricTitle(m))
+			for _, r := range g {
+				v := "—"
+				if mr, ok := r.Metric(m.Key); ok {
+					v = formatValue(mr)
+					if opt.spread && mr.Min != nil && mr.Max != nil && *mr.Min != *mr.Max {
+						v += fmt.Sprintf(" (%s – %s)", formatValue(Metric{Unit: mr.Unit, Value: *mr.Min}), formatValue(Metric{Unit: mr.Unit, Value: *mr.Max}))
+					}
+				}
+				fmt.Fprintf(w, " %s |", v)
+			}
+			for _, r := range g[:len(g)-1] {
+				ratio := "—"
+				if mr, ok := r.Metric(m.Key); ok && okRef && ml.Value != 0 && m.Better != 0 {
+					ratio = fmt.Sprintf("%.2f×", mr.Value/ml.Value)
+				}
+				fmt.Fprintf(w, " %s |", ratio)
+			}
+			fmt.Fprintln(w)
 		}
-		for _, r := range []*Report{a, b} {
+		for i, r := range g {
+			name := r.Label
+			if name == "" {
+				name = names[i]
+			}
 			for _, n := range r.Notes {
-				notes = append(notes, fmt.Sprintf("%s %s: %s", labelOf(r, nameA, nameB, r == a), scenarioTitle(r), n))
+				notes = append(notes, fmt.Sprintf("%s %s: %s", name, scenarioTitle(r), n))
 			}
 		}
 	}
@@ -256,14 +304,48 @@ func writeComparison(w io.Writer, nameA, nameB string, pairs [][2]*Report) {
 	}
 }
 
-func labelOf(r *Report, a, b string, isA bool) string {
-	if r.Label != "" {
-		return r.Label
+// medianReport combines repetitions of one case: each metric of the first
+// report becomes the median over the reports that have it (the mean of the
+// two middle values for an even count), with its range in Min and Max.
+// Notes are kept once each.
+func medianReport(label string, rs []*Report) *Report {
+	first := rs[0]
+	out := &Report{Scenario: first.Scenario, Label: label, URL: first.URL, Started: first.Started,
+		Finished: rs[len(rs)-1].Finished, GoVersion: first.GoVersion, CPUs: first.CPUs,
+		Params: map[string]any{}, Repetitions: len(rs)}
+	if out.Label == "" {
+		out.Label = first.Label
 	}
-	if isA {
-		return a
+	for k, v := range first.Params {
+		out.Params[k] = v
 	}
-	return b
+	for _, m := range first.Metrics {
+		var vals []float64
+		for _, r := range rs {
+			if mr, ok := r.Metric(m.Key); ok {
+				vals = append(vals, mr.Value)
+			}
+		}
+		sort.Float64s(vals)
+		k := len(vals)
+		med := vals[k/2]
+		if k%2 == 0 {
+			med = (vals[k/2-1] + vals[k/2]) / 2
+		}
+		lo, hi := vals[0], vals[k-1]
+		m.Value, m.Min, m.Max = med, &lo, &hi
+		out.Metrics = append(out.Metrics, m)
+	}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for _, n := range r.Notes {
+			if !seen[n] {
+				seen[n] = true
+				out.Notes = append(out.Notes, n)
+			}
+		}
+	}
+	return out
 }
 
 // scenarioTitle names a run by its scenario and shape.
@@ -284,7 +366,7 @@ func scenarioTitle(r *Report) string {
 	case "latency":
 		return fmt.Sprintf("latency 1→%s @%s/s", group(num("n")), sig(num("rate")))
 	case "connect":
-		return fmt.Sprintf("connect %s", group(num("n")))
+		return fmt.Sprintf("connect %s%s", group(num("n")), tokensTitle(num("tokens"), num("n")))
 	case "storm":
 		return fmt.Sprintf("storm %s", group(num("n")))
 	case "stream":
@@ -295,4 +377,15 @@ func scenarioTitle(r *Report) string {
 		return fmt.Sprintf("stream %s×%s @%s/s", group(num("topics")), group(subs), sig(num("rate")))
 	}
 	return r.Scenario
+}
+
+// tokensTitle names the token spread of a run: nothing for one token.
+func tokensTitle(tokens, n float64) string {
+	switch {
+	case tokens <= 1:
+		return ""
+	case tokens >= n:
+		return ", a token each"
+	}
+	return fmt.Sprintf(", %s tokens", group(tokens))
 }

@@ -10,8 +10,11 @@ import (
 
 // Config is one load-generator run.
 type Config struct {
-	URL      string
-	Token    string
+	URL   string
+	Token string
+	// Tokens is how many distinct tokens the connections send: with K > 1
+	// connection g sends Token-<g mod K>; 0 or 1 means Token for all.
+	Tokens   int
 	Topic    string
 	Scenario string
 	// N is the number of subscriber connections (idle, fanout, latency,
@@ -43,6 +46,9 @@ type Config struct {
 	Timeout     time.Duration
 	Heartbeat   time.Duration
 	Label       string
+	// AuthStats is the URL of an auth service's counters (bench/authsvc
+	// GET /stats), read before and after connect.
+	AuthStats string
 	// Spawn makes a child worker command (nil = this executable).
 	Spawn spawnFunc
 	// Log receives progress lines (nil = discard).
@@ -112,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.URL == "" {
 		return nil, errors.New("no --url")
 	}
-	d, err := newDialer(cfg.URL, cfg.Token, cfg.SourceIP, cfg.Timeout)
+	d, err := newDialer(cfg.URL, cfg.Token, cfg.Tokens, cfg.SourceIP, cfg.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		e.subs = []workerClient{localWorker{newWorker(0, 1, d, cfg.Heartbeat)}}
 	} else {
 		for i := 0; i < cfg.Procs; i++ {
-			args := []string{"--url", cfg.URL, "--token", cfg.Token,
+			args := []string{"--url", cfg.URL, "--token", cfg.Token, "--tokens", fmt.Sprint(cfg.Tokens),
 				"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i),
 				"--index", fmt.Sprint(i), "--procs", fmt.Sprint(cfg.Procs),
 				"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 )
@@ -13,6 +15,7 @@ type agg struct {
 	firstErr              string
 	startNs, endNs        int64
 	handshake             histData
+	auth                  histData
 	delivered             int64
 	firstRecv, lastRecv   int64
 	latency               histData
@@ -41,6 +44,7 @@ func aggregate(rs []response) agg {
 			a.endNs = r.EndNs
 		}
 		a.handshake.merge(r.Handshake)
+		a.auth.merge(r.Auth)
 		a.delivered += r.Delivered
 		if r.FirstRecvNs != 0 && (a.firstRecv == 0 || r.FirstRecvNs < a.firstRecv) {
 			a.firstRecv = r.FirstRecvNs
@@ -482,6 +486,10 @@ func (e *env) latency(ctx context.Context) error {
 func (e *env) connect(ctx context.Context) error {
 	cfg := e.cfg
 	rss0 := e.rss()
+	svc0, err := readAuthStats(cfg.AuthStats)
+	if err != nil {
+		return err
+	}
 	cpu0, ccpu0 := e.cpu(), e.clientCPU()
 	a, err := e.connectSubs(cfg.N, []string{cfg.Topic}, false, false)
 	if err != nil {
@@ -489,6 +497,10 @@ func (e *env) connect(ctx context.Context) error {
 	}
 	cpu1 := e.cpu()
 	rss1 := e.rss()
+	svc1, err := readAuthStats(cfg.AuthStats)
+	if err != nil {
+		return err
+	}
 	span := a.endNs - a.startNs
 	e.rep.add("connect_opened", "connections opened", "conns", float64(a.opened), higher)
 	e.rep.add("connect_errors", "connection errors", "", float64(a.errors), lower)
@@ -501,6 +513,17 @@ func (e *env) connect(ctx context.Context) error {
 	}
 	e.rep.add("connect_p50", "one handshake p50 (in flight: concurrency × procs)", "ms", ms(a.handshake.quantile(0.5)), lower)
 	e.rep.add("connect_p99", "one handshake p99", "ms", ms(a.handshake.quantile(0.99)), lower)
+	e.rep.add("connect_auth_p50", "auth frame sent → auth reply p50", "ms", ms(a.auth.quantile(0.5)), lower)
+	e.rep.add("connect_auth_p99", "auth frame sent → auth reply p99", "ms", ms(a.auth.quantile(0.99)), lower)
+	if cfg.AuthStats != "" && a.opened > 0 {
+		calls := svc1.calls() - svc0.calls()
+		e.rep.add("connect_authsvc_calls", "auth service calls (validate + revalidate + check-room-access)", "", calls, lower)
+		e.rep.add("connect_authsvc_calls_per_conn", "auth service calls per connection", "", calls/float64(a.opened), lower)
+		e.rep.add("connect_authsvc_max_in_flight", "auth service calls in flight at most", "", svc1.MaxInFlight, 0)
+		if svc1.CPUNs > 0 {
+			e.rep.add("connect_authsvc_cpu_per_conn", "auth service CPU per connection", "µs", (svc1.CPUNs-svc0.CPUNs)/1e3/float64(a.opened), lower)
+		}
+	}
 	if cfg.PID > 0 && a.opened > 0 {
 		d := cpu1.sub(cpu0)
 		e.rep.add("connect_cpu_per_conn", "broker CPU per connection", "µs", float64(d.total())/1e3/float64(a.opened), lower)
@@ -614,4 +637,36 @@ func (e *env) stream(ctx context.Context) error {
 	e.addSubscriberHealth(st)
 	e.publisherErrors()
 	return nil
+}
+
+// authStats are the counters of an auth service (bench/authsvc GET /stats).
+type authStats struct {
+	Validate        float64 `json:"validate"`
+	Revalidate      float64 `json:"revalidate"`
+	CheckRoomAccess float64 `json:"check_room_access"`
+	MaxInFlight     float64 `json:"max_in_flight"`
+	CPUNs           float64 `json:"cpu_ns"`
+}
+
+func (s authStats) calls() float64 { return s.Validate + s.Revalidate + s.CheckRoomAccess }
+
+// readAuthStats reads the counters at url ("" = none).
+func readAuthStats(url string) (authStats, error) {
+	var s authStats
+	if url == "" {
+		return s, nil
+	}
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return s, fmt.Errorf("auth stats: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("auth stats: %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("auth stats: %s: %w", url, err)
+	}
+	return s, nil
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +143,75 @@ func TestSmokeConnect(t *testing.T) {
 	wantEq(t, r, "connect_errors", 0)
 	wantEq(t, r, "connect_disconnects", 0)
 	wantPositive(t, r, "connect_rate")
+	wantPositive(t, r, "connect_auth_p50")
+	if a, h := metric(t, r, "connect_auth_p99"), metric(t, r, "connect_p99"); a > h {
+		t.Errorf("auth p99 %v ms > handshake p99 %v ms", a, h)
+	}
+}
+
+// connect with a token per connection, over two processes, reading a
+// (fake) auth service's counters before and after.
+func TestSmokeConnectTokens(t *testing.T) {
+	url := startBaseline(t)
+	var calls atomic.Int64
+	stats := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"validate":%d,"max_in_flight":3,"cpu_ns":%d}`, calls.Add(21)-21, calls.Load()*1000)
+	}))
+	defer stats.Close()
+	r := run(t, Config{URL: url, Scenario: "connect", N: 21, Tokens: 21, Procs: 2, Spawn: testSpawn, AuthStats: stats.URL})
+	wantEq(t, r, "connect_opened", 21)
+	wantEq(t, r, "connect_errors", 0)
+	wantEq(t, r, "connect_authsvc_calls", 21)
+	wantEq(t, r, "connect_authsvc_calls_per_conn", 1)
+	wantEq(t, r, "connect_authsvc_max_in_flight", 3)
+	if got := scenarioTitle(r); got != "connect 21, a token each" {
+		t.Errorf("title %q", got)
+	}
+}
+
+func TestTokenFor(t *testing.T) {
+	for _, c := range []struct {
+		tokens, g int
+		want      string
+	}{{0, 5, "tok"}, {1, 5, "tok"}, {4, 5, "tok-1"}, {100, 5, "tok-5"}} {
+		if got := tokenFor("tok", c.tokens, c.g); got != c.want {
+			t.Errorf("tokenFor(tok, %d, %d) = %q, want %q", c.tokens, c.g, got, c.want)
+		}
+	}
+}
+
+func TestMedianAndTable(t *testing.T) {
+	mk := func(label string, rate, p99 float64) *Report {
+		r := &Report{Scenario: "connect", Label: label, Params: map[string]any{"n": 5000.0, "tokens": 4.0}}
+		r.add("connect_rate", "connections per second", "/s", rate, higher)
+		r.add("connect_p99", "one handshake p99", "ms", p99, lower)
+		return r
+	}
+	m := medianReport("http", []*Report{mk("", 3000, 9), mk("", 1000, 30), mk("", 2000, 10)})
+	if v, _ := m.Metric("connect_rate"); v.Value != 2000 || *v.Min != 1000 || *v.Max != 3000 {
+		t.Errorf("median rate %+v", v)
+	}
+	if m.Repetitions != 3 || m.Label != "http" {
+		t.Errorf("median report %+v", m)
+	}
+	if v, _ := medianReport("", []*Report{mk("", 1, 1), mk("", 3, 1)}).Metric("connect_rate"); v.Value != 2 {
+		t.Errorf("median of 2 = %v, want 2", v.Value)
+	}
+	var out bytes.Buffer
+	writeComparisonN(&out, []string{"http-0ms", "http-20ms", "static"},
+		[][]*Report{{m, mk("", 1000, 40), mk("", 4000, 5)}}, tableOptions{keys: map[string]bool{"connect_rate": true}, spread: true})
+	s := out.String()
+	for _, want := range []string{
+		"| metric | http-0ms | http-20ms | static | ratio http-0ms/static | ratio http-20ms/static |\n|---|---:|---:|---:|---:|---:|\n",
+		"| connect 5,000, 4 tokens: connections per second ↑ | 2,000/s (1,000/s – 3,000/s) | 1,000/s | 4,000/s | 0.50× | 0.25× |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "p99") {
+		t.Errorf("--metrics did not filter:\n%s", s)
+	}
 }
 
 func TestSmokeStream(t *testing.T) {

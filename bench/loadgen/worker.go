@@ -36,6 +36,9 @@ type response struct {
 	StartNs    int64    `json:"start_ns,omitempty"`
 	EndNs      int64    `json:"end_ns,omitempty"`
 	Handshake  histData `json:"handshake"`
+	// Auth is the time from writing the auth frame to reading the auth
+	// reply, of the connections opened.
+	Auth histData `json:"auth"`
 	// stats and drain
 	Delivered   int64    `json:"delivered"`
 	FirstRecvNs int64    `json:"first_recv_ns,omitempty"`
@@ -143,7 +146,7 @@ func (w *worker) connect(req request) response {
 	var (
 		mu     sync.Mutex
 		opened []*conn
-		hs     hist
+		hs, ah hist
 	)
 	var wg sync.WaitGroup
 	r.StartNs = time.Now().UnixNano()
@@ -153,13 +156,14 @@ func (w *worker) connect(req request) response {
 			defer wg.Done()
 			buf := make([]byte, 4096)
 			for i := range next {
+				gi := i*w.procs + w.index
 				subs := subAll
 				if req.Spread && len(subAll) > 0 {
-					gi := i*w.procs + w.index
 					subs = subAll[gi%len(subAll) : gi%len(subAll)+1]
 				}
+				authF := w.d.authFrame(gi)
 				t0 := time.Now()
-				c, err := w.d.open(context.Background(), subs, buf)
+				c, authNs, err := w.d.open(context.Background(), authF, subs, buf)
 				mu.Lock()
 				if err != nil {
 					r.Errors++
@@ -168,6 +172,7 @@ func (w *worker) connect(req request) response {
 					}
 				} else {
 					hs.record(time.Since(t0).Nanoseconds())
+					ah.record(authNs)
 					opened = append(opened, c)
 				}
 				mu.Unlock()
@@ -181,6 +186,7 @@ func (w *worker) connect(req request) response {
 	wg.Wait()
 	r.EndNs = time.Now().UnixNano()
 	r.Handshake = hs.snapshot()
+	r.Auth = ah.snapshot()
 	r.Opened = len(opened)
 	if req.Readers {
 		for _, c := range opened {
