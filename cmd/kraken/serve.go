@@ -8,14 +8,19 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
 	"github.com/NoLagApp/kraken/pkg/auth/static"
+	kbroker "github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/broker/local"
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
@@ -52,6 +57,15 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		return exitConfig
 	}
 	defer ext.close()
+	nodeID := cfg.NodeID
+	if nodeID == "" {
+		nodeID = nodeName() + "-" + uuid.NewString()[:8]
+	}
+	fanout, err := newBroker(cfg, nodeID, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kraken: %v\n", err)
+		return exitConfig
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -63,7 +77,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		MaxMessageSize:  cfg.MaxMessageSize,
 		RecordMessages:  cfg.RecordMessages,
 		Store:           msgStore,
-		Broker:          local.Broker{}, // BROKER_BACKEND=local, the only backend of this build
+		Broker:          fanout,
+		NodeID:          nodeID,
 		RateLimit:       cfg.RateLimit,
 		ErrorFrameLimit: cfg.ErrorFrameLimit,
 		ErrorFloodLimit: cfg.ErrorFloodLimit,
@@ -165,6 +180,33 @@ func nodeName() string {
 		return "kraken"
 	}
 	return h
+}
+
+// newBroker picks the fan-out backend (BROKER_BACKEND): one node, or the
+// nodes joined over NATS (natsbroker). The server starts and closes it.
+func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broker, error) {
+	if cfg.BrokerBackend != "nats" {
+		return local.Broker{}, nil
+	}
+	var opts []nats.Option
+	if cfg.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	if cfg.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
+	}
+	var urls []string
+	for _, u := range strings.Split(cfg.NATSURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: nodeID, Options: opts, Logger: log.Named("broker.nats")})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("broker backend", zap.String("backend", "nats"), zap.Strings("nats_url", urls), zap.String("node_id", nodeID))
+	return b, nil
 }
 
 // authBackend is the auth backend serve runs with.

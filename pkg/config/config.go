@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -61,8 +62,20 @@ type Config struct {
 	// protocol.md §4.1). Insecure; "true" or "false".
 	AuthAllowAll bool
 	// BrokerBackend selects the broker (BROKER_BACKEND, "local"; "syn" is an
-	// alias of "local").
+	// alias of "local"): "nats" joins the nodes that share NATSURL into one
+	// broker.
 	BrokerBackend string
+	// NATSURL lists the NATS servers of BROKER_BACKEND=nats (NATS_URL, comma
+	// separated, e.g. "nats://nats-1:4222,nats://nats-2:4222").
+	NATSURL string
+	// NATSCreds is a NATS credentials file (NATS_CREDS, "" for none).
+	NATSCreds string
+	// NATSTLSCA is a CA file to verify the NATS servers' TLS certificates
+	// with (NATS_TLS_CA, "" for the system roots or no TLS).
+	NATSTLSCA string
+	// NodeID names this node to the other nodes (NODE_ID; "" means the host
+	// name plus a random suffix, new at every start).
+	NodeID string
 	// StoreBackend selects the message store (STORE_BACKEND, "memory"; "ets"
 	// is an alias of "memory"; "noop" records nothing).
 	StoreBackend string
@@ -238,6 +251,9 @@ func (c Config) problems() []error {
 		if err := checkBaseURL("AUTH_HTTP_URL", c.AuthHTTPURL, "AUTH_BACKEND=http"); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if ok("BROKER_BACKEND", "NATS_URL") && c.BrokerBackend == "nats" && strings.TrimSpace(c.NATSURL) == "" {
+		errs = append(errs, &fieldError{msg: "NATS_URL is empty: BROKER_BACKEND=nats needs the NATS servers"})
 	}
 	if ok("CONTROL_BACKEND", "CONTROL_HTTP_URL") && c.ControlBackend == "http" {
 		if err := checkBaseURL("CONTROL_HTTP_URL", c.ControlHTTPURL, "CONTROL_BACKEND=http"); err != nil {

@@ -36,7 +36,7 @@ func TestManyBadValuesReportedAtOnce(t *testing.T) {
 		`config: WS_PORT="abc": not an integer`,
 		`config: MQTT_PORT=70000: out of range (0..65535)`,
 		`config: AUTH_BACKEND="ldap": unknown value (want static, http)`,
-		`config: BROKER_BACKEND="redis": unknown value (want local, syn)`,
+		`config: BROKER_BACKEND="redis": unknown value (want local, nats, syn)`,
 		`config: MAX_FRAME_SIZE=-5: must be at least 1`,
 		`config: IDLE_TIMEOUT_SECONDS="1.5": not an integer`,
 		`config: RATE_LIMIT=0: must be at least 1`,
@@ -101,6 +101,8 @@ func TestValidate(t *testing.T) {
 		{name: "http auth with a relative URL", modify: func(c *Config) { c.AuthBackend, c.AuthHTTPURL = "http", "auth.local/v1" },
 			want: []string{`config: AUTH_HTTP_URL="auth.local/v1": want an http:// or https:// URL with a host`}},
 		{name: "http auth with a URL", modify: func(c *Config) { c.AuthBackend, c.AuthHTTPURL = "http", "https://auth.local/v1" }},
+		{name: "nats without a URL", modify: func(c *Config) { c.BrokerBackend = "nats" },
+			want: []string{"config: NATS_URL is empty: BROKER_BACKEND=nats needs the NATS servers"}},
 		{name: "http control without a URL", modify: func(c *Config) { c.ControlBackend = "http" },
 			want: []string{"config: CONTROL_HTTP_URL is empty: CONTROL_BACKEND=http needs the service's base URL"}},
 		{name: "fractional negative duration", modify: func(c *Config) { c.ShutdownTimeout = -500 * time.Millisecond },
@@ -164,6 +166,7 @@ func TestHelp(t *testing.T) {
 // "none" (no URL, no secret).
 var optionalString = map[string]bool{
 	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
+	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true,
 }
 
 func TestVars(t *testing.T) {

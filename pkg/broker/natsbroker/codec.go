@@ -1,0 +1,92 @@
+package natsbroker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+)
+
+// A message travels as one MessagePack array (codec version 1):
+// [1, node, seq, key, topic, filter, data(raw), msgId, from, fromType,
+// timestamp(unix ms), flags]. flags bit 0 is Retain, bit 1 ClearRetained.
+// seq numbers the publishes of one node, so a node subscribed to a key
+// twice (an exact and a wildcard interest) hands it over once.
+
+const codecVersion = 1
+
+var errCodec = errors.New("natsbroker: malformed message")
+
+func encode(m *broker.Message, seq uint64) []byte {
+	b := make([]byte, 0, 64+len(m.Key)+len(m.Topic)+len(m.Data)+len(m.MsgID))
+	b = msgp.AppendArrayHeader(b, 12)
+	b = msgp.AppendInt(b, codecVersion)
+	b = msgp.AppendString(b, m.Node)
+	b = msgp.AppendUint64(b, seq)
+	b = msgp.AppendString(b, m.Key)
+	b = msgp.AppendString(b, m.Topic)
+	b = msgp.AppendString(b, m.Filter)
+	b = append(b, m.Data...)
+	b = msgp.AppendString(b, m.MsgID)
+	b = msgp.AppendString(b, m.From)
+	b = msgp.AppendString(b, m.FromType)
+	b = msgp.AppendInt64(b, m.Timestamp.UnixMilli())
+	var flags uint8
+	if m.Retain {
+		flags |= 1
+	}
+	if m.ClearRetained {
+		flags |= 2
+	}
+	return msgp.AppendUint8(b, flags)
+}
+
+func decode(b []byte) (m *broker.Message, seq uint64, err error) {
+	n, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil || n != 12 {
+		return nil, 0, errCodec
+	}
+	var v int
+	if v, b, err = msgp.ReadIntBytes(b); err != nil || v != codecVersion {
+		return nil, 0, errCodec
+	}
+	m = &broker.Message{}
+	str := func(dst *string) {
+		if err == nil {
+			*dst, b, err = msgp.ReadStringBytes(b)
+		}
+	}
+	str(&m.Node)
+	if err == nil {
+		seq, b, err = msgp.ReadUint64Bytes(b)
+	}
+	str(&m.Key)
+	str(&m.Topic)
+	str(&m.Filter)
+	if err == nil {
+		var rest []byte
+		if rest, err = msgp.Skip(b); err == nil {
+			m.Data = append([]byte(nil), b[:len(b)-len(rest)]...)
+			b = rest
+		}
+	}
+	str(&m.MsgID)
+	str(&m.From)
+	str(&m.FromType)
+	var ms int64
+	if err == nil {
+		ms, b, err = msgp.ReadInt64Bytes(b)
+	}
+	var flags uint8
+	if err == nil {
+		flags, _, err = msgp.ReadUint8Bytes(b)
+	}
+	if err != nil {
+		return nil, 0, errCodec
+	}
+	m.Timestamp = time.UnixMilli(ms)
+	m.Retain, m.ClearRetained = flags&1 != 0, flags&2 != 0
+	return m, seq, nil
+}

@@ -1,0 +1,91 @@
+package natsbroker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/broker/brokertest"
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformanceOnOneServer(t *testing.T) {
+	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond,
+		New: func(t *testing.T) func(string) broker.Broker {
+			s := natstest.RunServer(t, nil)
+			return func(id string) broker.Broker {
+				b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}})
+}
+
+// The suite again with every node on a different server of a three-server
+// cluster: interest crosses the routes.
+func TestConformanceAcrossAClusterOfServers(t *testing.T) {
+	brokertest.Run(t, brokertest.Cluster{Settle: 300 * time.Millisecond,
+		New: func(t *testing.T) func(string) broker.Broker {
+			servers := natstest.Cluster(t, 3)
+			next := 0
+			return func(id string) broker.Broker {
+				s := servers[next%len(servers)]
+				next++
+				b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}})
+}
+
+// An exact and a wildcard interest both matching a key give one delivery.
+func TestOverlappingInterestsDeliverOnce(t *testing.T) {
+	s := natstest.RunServer(t, nil)
+	a, _ := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: "a"})
+	b, _ := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: "b"})
+	ra, rb := brokertest.NewRecorder(), brokertest.NewRecorder()
+	for _, x := range []struct {
+		b *natsbroker.Broker
+		r *brokertest.Recorder
+	}{{a, ra}, {b, rb}} {
+		if err := x.b.Start(t.Context(), x.r); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = x.b.Close() })
+	}
+	b.Interest("app/r/x", false, 1)
+	b.Interest("app/r/+", true, 1)
+	b.Interest("app/#", true, 1)
+	time.Sleep(100 * time.Millisecond)
+	for i := 0; i < 50; i++ {
+		_ = a.Publish(&broker.Message{Key: "app/r/x", Topic: "r/x", Data: []byte{0xc0}, Node: "a", MsgID: fmt.Sprint(i)})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m, _, _ := rb.Snapshot()
+		if len(m) >= 50 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if m, _, _ := rb.Snapshot(); len(m) != 50 {
+		t.Fatalf("b got %d deliveries of 50 publishes through 3 overlapping interests", len(m))
+	}
+	if st := b.Stats(); st.Duplicates != 100 {
+		t.Fatalf("duplicates = %d, want 100 (two extra copies of each)", st.Duplicates)
+	}
+	if st := a.Stats(); st.Published != 50 {
+		t.Fatalf("a sent %d NATS messages for 50 publishes, want 50", st.Published)
+	}
+}

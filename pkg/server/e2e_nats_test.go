@@ -1,0 +1,215 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+// Three kraken nodes, each on its own server of a three-server embedded
+// NATS cluster: one broker (BROKER_BACKEND=nats).
+
+// natsNodes starts one kraken node per NATS server, each knowing every
+// server's URL (its own first) as NATS_URL would list them.
+func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*Config)) ([]*Server, []*natsbroker.Broker) {
+	t.Helper()
+	var nodes []*Server
+	var brokers []*natsbroker.Broker
+	for i, own := range servers {
+		urls := []string{own.ClientURL()}
+		for _, s := range servers {
+			if s != own {
+				urls = append(urls, s.ClientURL())
+			}
+		}
+		id := fmt.Sprintf("node%d", i)
+		b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers = append(brokers, b)
+		nodes = append(nodes, start(t, func(c *Config) {
+			c.Broker, c.NodeID = b, id
+			if mutate != nil {
+				mutate(c)
+			}
+		}))
+	}
+	return nodes, brokers
+}
+
+// interestSettles waits for subscriptions just made to cross the cluster's
+// routes (documented as under a second; measured here in the log).
+func interestSettles(t *testing.T, check func() bool) time.Duration {
+	t.Helper()
+	began := time.Now()
+	waitFor(t, 5*time.Second, check)
+	return time.Since(began)
+}
+
+func TestNATSClusterDeliversOnceToEveryNode(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	nodes, brokers := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	var subs []*testpeer.Peer
+	for _, n := range nodes {
+		p := authed(t, n, "dev-token-bob")
+		subscribe(t, p, "demo/general/+")
+		subs = append(subs, p)
+	}
+	alice := authed(t, nodes[0], "dev-token-alice")
+	// Probe until a publish on node 0 reaches every node: the interest has
+	// crossed the routes.
+	probe := 0
+	took := interestSettles(t, func() bool {
+		probe++
+		alice.Send("type", "publish", "topic", "demo/general/probe", "data", probe)
+		ok := true
+		for _, p := range subs {
+			for {
+				f, err := p.Read(50 * time.Millisecond)
+				if err != nil {
+					ok = false
+					break
+				}
+				if asInt(t, f.Map["data"]) == int64(probe) {
+					break
+				}
+			}
+		}
+		return ok
+	})
+	t.Logf("a subscription on one node took effect on the others within %v", took)
+	for _, p := range subs { // drain older probes
+		for {
+			if _, err := p.Read(100 * time.Millisecond); err != nil {
+				break
+			}
+		}
+	}
+	before := brokers[0].Stats().Published
+	const total = 100
+	for i := 0; i < total; i++ {
+		alice.Send("type", "publish", "topic", "demo/general/x", "data", i)
+	}
+	for node, p := range subs {
+		for i := 0; i < total; i++ {
+			f := p.ExpectFields("type", "message", "topic", "demo/general/+", "sourceTopic", "demo/general/x")
+			if got := asInt(t, f.Map["data"]); got != int64(i) {
+				t.Fatalf("node %d: message %d carries %d (lost, duplicated or reordered)", node, i, got)
+			}
+		}
+		p.ExpectNothing(100 * time.Millisecond)
+	}
+	if sent := brokers[0].Stats().Published - before; sent != total {
+		t.Fatalf("%d NATS messages for %d publishes, want one per publish", sent, total)
+	}
+}
+
+func TestNATSClusterGroupGetsEachMessageOnce(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	nodes, _ := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	var members []*testpeer.Peer
+	for _, n := range nodes {
+		p := authed(t, n, "dev-token-bob")
+		subscribe(t, p, "demo/general/jobs", "loadBalance", true, "loadBalanceGroup", "workers")
+		members = append(members, p)
+	}
+	time.Sleep(500 * time.Millisecond) // queue interest crosses the routes
+	alice := authed(t, nodes[0], "dev-token-alice")
+	const total = 300
+	for i := 0; i < total; i++ {
+		alice.Send("type", "publish", "topic", "demo/general/jobs", "data", i)
+	}
+	seen := map[int64]int{}
+	share := make([]int, len(members))
+	for got := 0; got < total; {
+		progress := false
+		for i, m := range members {
+			if f, err := m.Read(50 * time.Millisecond); err == nil {
+				seen[asInt(t, f.Map["data"])]++
+				share[i]++
+				got++
+				progress = true
+			}
+		}
+		if !progress {
+			t.Fatalf("the group got %d of %d messages (shares %v)", got, total, share)
+		}
+	}
+	for i := int64(0); i < total; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("message %d reached the group %d times", i, seen[i])
+		}
+	}
+	for i, m := range members {
+		m.ExpectNothing(100 * time.Millisecond)
+		if share[i] == 0 {
+			t.Errorf("the member on node %d got no share: %v", i, share)
+		}
+	}
+}
+
+func TestNATSClusterRetained(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	nodes, _ := natsNodes(t, servers, nil)
+	time.Sleep(300 * time.Millisecond) // every node's retained subscription crosses the routes
+	alice := authed(t, nodes[0], "dev-token-alice")
+	alice.Send("type", "publish", "topic", "demo/general/state", "data", "on", "retain", true, "msgRef", "r")
+	alice.ExpectFields("type", "published", "msgRef", "r")
+	bobOnC := authed(t, nodes[2], "dev-token-bob")
+	took := interestSettles(t, func() bool {
+		bobOnC.Send("type", "subscribe", "topic", "demo/general/state")
+		bobOnC.ExpectFields("type", "subscribed")
+		f, err := bobOnC.Read(100 * time.Millisecond)
+		return err == nil && f.Map["data"] == "on"
+	})
+	t.Logf("a retained message set on one node reached another within %v", took)
+	carolOnB := authed(t, nodes[1], "dev-token-alice")
+	carolOnB.Send("type", "publish", "topic", "demo/general/state", "retain", true, "msgRef", "clear")
+	carolOnB.ExpectFields("type", "published", "msgRef", "clear")
+	bobOnC.ExpectFields("type", "message", "data", nil)
+	late := authed(t, nodes[2], "dev-token-bob")
+	subscribe(t, late, "demo/general/state")
+	late.ExpectNothing(200 * time.Millisecond)
+}
+
+// A NATS server of the cluster killed mid-stream: the node on it reconnects
+// to another server with its subscriptions, and delivery resumes.
+func TestNATSServerLossLosesNoSubscription(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	nodes, brokers := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	bobOnB := authed(t, nodes[1], "dev-token-bob")
+	subscribe(t, bobOnB, "demo/general/live")
+	alice := authed(t, nodes[0], "dev-token-alice")
+	next := 0
+	delivered := func() bool {
+		next++
+		alice.Send("type", "publish", "topic", "demo/general/live", "data", next)
+		for {
+			f, err := bobOnB.Read(100 * time.Millisecond)
+			if err != nil {
+				return false
+			}
+			if asInt(t, f.Map["data"]) == int64(next) {
+				return true
+			}
+		}
+	}
+	waitFor(t, 5*time.Second, delivered)
+	on := brokers[1].ConnectedURL()
+	for _, s := range servers {
+		if s.ClientURL() == on {
+			s.Shutdown() // the server node 1 is connected to
+		}
+	}
+	took := interestSettles(t, func() bool {
+		return brokers[1].Stats().Reconnects > 0 && brokers[1].Ready() == nil && delivered()
+	})
+	t.Logf("delivery resumed %v after node 1's NATS server (%s) died; now on %s", took, on, brokers[1].ConnectedURL())
+}
