@@ -263,6 +263,7 @@ func newHTTPAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, erro
 		BaseURL:            cfg.AuthHTTPURL,
 		Secret:             cfg.BackendSecret,
 		InsecureSkipVerify: cfg.AuthHTTPInsecureSkipVerify,
+		MaxInFlight:        cfg.AuthHTTPMaxInFlight,
 		Logger:             log.Named("auth.http"),
 	})
 	if err != nil {

@@ -33,6 +33,9 @@ type Config struct {
 	// the auth and control services (AUTH_HTTP_INSECURE_SKIP_VERIFY, false;
 	// OQ-30). Development only.
 	AuthHTTPInsecureSkipVerify bool
+	// AuthHTTPMaxInFlight caps the concurrent calls to the HTTP auth service
+	// (AUTH_HTTP_MAX_IN_FLIGHT, 64); more wait for a slot within their 5 s.
+	AuthHTTPMaxInFlight int
 	// BackendSecret is the bearer secret sent to the auth and control
 	// services (BACKEND_SECRET, "", protocol.md §5.1).
 	BackendSecret string

@@ -21,7 +21,7 @@ func env(pairs ...string) func(string) (string, bool) {
 func TestDefaults(t *testing.T) {
 	want := Config{
 		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883,
-		AuthBackend: "static", ControlBackend: "noop", WebhookQueueSize: 10000, WebhookWorkers: 16, AuthFile: "examples/auth.json", AuthAllowAll: false,
+		AuthBackend: "static", AuthHTTPMaxInFlight: 64, ControlBackend: "noop", WebhookQueueSize: 10000, WebhookWorkers: 16, AuthFile: "examples/auth.json", AuthAllowAll: false,
 		BrokerBackend: "local", StoreBackend: "memory", RecordMessages: true,
 		MaxMessageSize: 921600, MaxFrameSize: 1048576,
 		IdleTimeout: 60 * time.Second, FrameTimeout: 30 * time.Second, AuthTimeout: 30 * time.Second, HandshakeTimeout: 10 * time.Second,
@@ -56,6 +56,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},
 		{"AUTH_HTTP_URL", "https://auth.example/v1/kraken", func(c Config) bool { return c.AuthHTTPURL == "https://auth.example/v1/kraken" }},
 		{"AUTH_HTTP_INSECURE_SKIP_VERIFY", "true", func(c Config) bool { return c.AuthHTTPInsecureSkipVerify }},
+		{"AUTH_HTTP_MAX_IN_FLIGHT", "128", func(c Config) bool { return c.AuthHTTPMaxInFlight == 128 }},
 		{"BACKEND_SECRET", "s3", func(c Config) bool { return c.BackendSecret == "s3" }},
 		{"CONTROL_BACKEND", "NOOP", func(c Config) bool { return c.ControlBackend == "noop" }},
 		{"CONTROL_HTTP_URL", "http://control:9000", func(c Config) bool { return c.ControlHTTPURL == "http://control:9000" }},

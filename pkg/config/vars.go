@@ -52,6 +52,8 @@ var settings = []setting{
 		func(c *Config) *string { return &c.AuthHTTPURL }, false),
 	boolSetting("AUTH_HTTP_INSECURE_SKIP_VERIFY", "false", "do not verify the TLS certificates of the auth and control services; development only (true or false)",
 		func(c *Config) *bool { return &c.AuthHTTPInsecureSkipVerify }),
+	intSetting("AUTH_HTTP_MAX_IN_FLIGHT", "64", "concurrent calls to the HTTP auth service; more wait for a slot",
+		func(c *Config) *int { return &c.AuthHTTPMaxInFlight }, 1, 4096),
 	stringSetting("BACKEND_SECRET", "", "bearer secret sent to the auth and control services",
 		func(c *Config) *string { return &c.BackendSecret }, false),
 	choiceSetting("CONTROL_BACKEND", "noop", "control plane: noop or http (usage, subscriptions, webhook failures, blocked projects)",
