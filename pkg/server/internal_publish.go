@@ -8,13 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gobwas/ws"
 	"github.com/google/uuid"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/topic"
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // internalPublishPath is the backend publish endpoint (protocol.md §5.4).
@@ -103,9 +101,7 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	if s.cfg.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()
 	}
-	p.Frame = wsframe.Framed(ws.OpBinary, len(data)+len(display)+160, func(b []byte) []byte {
-		return wire.AppendMessage(b, &p.Msg)
-	})
+	encodeFrame(p)
 	s.hub.Publish(p)
 	if err := s.toBroker(p, p.Msg.Timestamp); err != nil {
 		s.httpJSON(st, 502, `{"error":"broker_unavailable"}`)

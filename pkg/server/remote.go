@@ -59,9 +59,7 @@ func (r remote) publication(m *broker.Message) *hub.Publication {
 		Retain: m.Retain, ClearRetained: m.ClearRetained}
 	p.Msg = wire.Message{Topic: m.Topic, Data: m.Data, MsgID: m.MsgID, Filter: m.Filter,
 		From: m.From, FromType: m.FromType, Timestamp: m.Timestamp.UnixMilli()}
-	p.Frame = wsframe.Framed(ws.OpBinary, len(m.Data)+len(m.Topic)+160, func(b []byte) []byte {
-		return wire.AppendMessage(b, &p.Msg)
-	})
+	encodeFrame(p)
 	return p
 }
 
@@ -89,4 +87,13 @@ func (s *Server) toBroker(p *hub.Publication, ts int64) error {
 		}
 	}
 	return err
+}
+
+// encodeFrame builds p.Frame, the `message` frame for display topic p.Topic,
+// from p.Msg: once per publication, shared by every subscription with that
+// display topic.
+func encodeFrame(p *hub.Publication) {
+	p.Frame = wsframe.Framed(ws.OpBinary, len(p.Msg.Data)+len(p.Msg.Topic)+160, func(b []byte) []byte {
+		return wire.AppendMessage(b, &p.Msg)
+	})
 }

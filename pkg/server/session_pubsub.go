@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gobwas/ws"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/topic"
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // hintWildcardPublish is the hint of the 42940 error for a publish topic
@@ -191,9 +189,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		p.Msg.MsgID = uuid.NewString()
 		s.record(g, res, cmd.Topic, p, len(data), now)
 	}
-	p.Frame = wsframe.Framed(ws.OpBinary, len(data)+len(cmd.Topic)+160, func(b []byte) []byte {
-		return wire.AppendMessage(b, &p.Msg)
-	})
+	encodeFrame(p)
 	if cmd.MsgRef != "" {
 		st.write(frame(wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)))
 	}
