@@ -60,3 +60,43 @@ func (rs Rules) RoomBySlug(slug string) (roomID string, ok bool) {
 	}
 	return "", false
 }
+
+// ResolveApps fills in the app of every rule and returns the token-level app,
+// the same for every backend (OQ-39):
+//
+//   - token app id: appID, else the first non-empty rule app_id;
+//   - a rule without app_id gets the token app id;
+//   - app names are per app id: a rule's own app_name, else appName when the
+//     rule belongs to the token app, else the first app_name given by a rule
+//     of the same app.
+func (rs Rules) ResolveApps(appID, appName string) (string, string) {
+	for _, r := range rs {
+		if appID == "" && r.AppID != "" {
+			appID = r.AppID
+		}
+	}
+	for i := range rs {
+		if rs[i].AppID == "" {
+			rs[i].AppID = appID
+		}
+	}
+	names := map[string]string{}
+	for _, r := range rs {
+		if _, ok := names[r.AppID]; !ok && r.AppName != "" {
+			names[r.AppID] = r.AppName
+		}
+	}
+	if appName == "" {
+		appName = names[appID]
+	}
+	for i := range rs {
+		switch {
+		case rs[i].AppName != "":
+		case rs[i].AppID == appID:
+			rs[i].AppName = appName
+		default:
+			rs[i].AppName = names[rs[i].AppID]
+		}
+	}
+	return appID, appName
+}

@@ -119,7 +119,7 @@ func (d attrDecoder) grant(o object, actor string) *auth.Grant {
 		g.ActiveSubscriptions = append(g.ActiveSubscriptions, d.subscriptions(a)...)
 		g.Lobbies = append(g.Lobbies, d.lobbies(a)...)
 	}
-	g.AppID, g.AppName = resolveApps(g.Rules, appID, appName)
+	g.AppID, g.AppName = g.Rules.ResolveApps(appID, appName)
 	return g
 }
 
@@ -438,45 +438,4 @@ func (d attrDecoder) topicWebhooks(o object) map[string]auth.TopicWebhooks {
 		out[name] = w
 	}
 	return out
-}
-
-// resolveApps fills the app of every rule that has none and returns the
-// token-level app, with the rule of the static backend (OQ-39):
-//
-//   - token app id: appID (the first app's), else the first non-empty rule
-//     app_id;
-//   - a rule without app_id gets the token app id;
-//   - app names are per app id: a rule's own app_name, else appName when the
-//     rule belongs to the token app, else the first app_name given by a rule
-//     of the same app.
-func resolveApps(rules acl.Rules, appID, appName string) (string, string) {
-	for _, r := range rules {
-		if appID == "" && r.AppID != "" {
-			appID = r.AppID
-		}
-	}
-	for i := range rules {
-		if rules[i].AppID == "" {
-			rules[i].AppID = appID
-		}
-	}
-	names := map[string]string{}
-	for _, r := range rules {
-		if _, ok := names[r.AppID]; !ok && r.AppName != "" {
-			names[r.AppID] = r.AppName
-		}
-	}
-	if appName == "" {
-		appName = names[appID]
-	}
-	for i := range rules {
-		switch {
-		case rules[i].AppName != "":
-		case rules[i].AppID == appID:
-			rules[i].AppName = appName
-		default:
-			rules[i].AppName = names[rules[i].AppID]
-		}
-	}
-	return appID, appName
 }

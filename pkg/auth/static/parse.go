@@ -115,7 +115,7 @@ func (d entryDecoder) grant(raw json.RawMessage) *auth.Grant {
 	if g.ActorType == "" {
 		g.ActorType = "user"
 	}
-	g.AppID, g.AppName = resolveApps(g.Rules, g.AppID, g.AppName)
+	g.AppID, g.AppName = g.Rules.ResolveApps(g.AppID, g.AppName)
 	return g
 }
 

@@ -35,45 +35,6 @@ func (d entryDecoder) rules(m map[string]any) acl.Rules {
 	return out
 }
 
-// resolveApps fills every rule's app and returns the token-level app (OQ-39):
-//
-//   - token app id: appID, else the first non-empty rule app_id;
-//   - a rule without app_id gets the token app id;
-//   - app names are per app id: a rule's own app_name, else appName when the
-//     rule belongs to the token app, else the first app_name given by a rule
-//     of the same app.
-func resolveApps(rules acl.Rules, appID, appName string) (string, string) {
-	for _, r := range rules {
-		if appID == "" && r.AppID != "" {
-			appID = r.AppID
-		}
-	}
-	for i := range rules {
-		if rules[i].AppID == "" {
-			rules[i].AppID = appID
-		}
-	}
-	names := map[string]string{}
-	for _, r := range rules {
-		if _, ok := names[r.AppID]; !ok && r.AppName != "" {
-			names[r.AppID] = r.AppName
-		}
-	}
-	if appName == "" {
-		appName = names[appID]
-	}
-	for i := range rules {
-		switch {
-		case rules[i].AppName != "":
-		case rules[i].AppID == appID:
-			rules[i].AppName = appName
-		default:
-			rules[i].AppName = names[rules[i].AppID]
-		}
-	}
-	return appID, appName
-}
-
 // subscriptions decodes activeSubscriptions (protocol.md §2.6): strings are
 // patterns; objects carry pattern|name, load_balance|loadBalance,
 // load_balance_group|loadBalanceGroup and filters (strings only). The
