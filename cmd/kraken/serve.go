@@ -25,6 +25,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
@@ -43,8 +44,7 @@ const tokenCacheEntries = 100_000
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer, hup <-chan os.Signal) int {
 	backend, err := newAuthenticator(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "kraken: %v\n", err)
-		return exitConfig
+		return startFailed(log, err, exitConfig)
 	}
 	defer backend.close()
 	msgStore := newStore(cfg)
@@ -53,8 +53,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	ext, err := newExternal(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "kraken: %v\n", err)
-		return exitConfig
+		return startFailed(log, err, exitConfig)
 	}
 	defer ext.close()
 	nodeID := cfg.NodeID
@@ -63,16 +62,16 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	fanout, err := newBroker(cfg, nodeID, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "kraken: %v\n", err)
-		return exitConfig
+		return startFailed(log, err, exitConfig)
 	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	cache := auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil)
 	srv, err := server.New(server.Config{
 		Addr:            net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
-		Auth:            auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil),
+		Auth:            cache,
 		MaxFrameSize:    cfg.MaxFrameSize,
 		MaxMessageSize:  cfg.MaxMessageSize,
 		RecordMessages:  cfg.RecordMessages,
@@ -100,13 +99,18 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		},
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "kraken: %v\n", err)
-		return exitFail
+		return startFailed(log, err, exitFail)
 	}
+	backend.addReadyChecks(srv)
 	if err := srv.Start(); err != nil {
-		fmt.Fprintf(stderr, "kraken: listen: %v\n", err)
-		return exitFail
+		return startFailed(log, fmt.Errorf("listen: %w", err), exitFail)
 	}
+	// Closed after srv.Shutdown (deferred): /ready answers not ready while
+	// the connections drain.
+	admin := startAdmin(cfg, metrics.Sources{Server: srv, AuthBackend: backend.name, Static: backend.tokens,
+		HTTPAuth: backend.service, TokenCache: cache, Control: ext.control, Webhooks: ext.webhooks,
+		Store: msgStore, BrokerBackend: cfg.BrokerBackend, BrokerStats: brokerStats(fanout), Version: version}, log)
+	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
 	reloader := reloadOnSignal(ctx, hup, backend.reload)
 	defer func() { <-reloader }() // before backend.close
@@ -201,7 +205,8 @@ func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broke
 			urls = append(urls, u)
 		}
 	}
-	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: nodeID, Options: opts, Logger: log.Named("broker.nats")})
+	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: nodeID, Options: opts, RetainTTL: cfg.RetainTTL,
+		Logger: log.Named("broker.nats")})
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +224,24 @@ type authBackend struct {
 	reload func()
 	// close stops the backend's goroutines.
 	close func()
+	// name is the `backend` label of the auth metrics: static, http or
+	// allow_all.
+	name string
+	// tokens is the token-file backend and service the HTTP one, for
+	// metrics and readiness; nil for the others.
+	tokens  *static.Static
+	service *httpauth.Backend
+}
+
+// addReadyCheck makes srv not ready while the token file's last reload
+// failed, or while the auth service's circuit breaker is open.
+func (b authBackend) addReadyChecks(srv *server.Server) {
+	if b.tokens != nil {
+		srv.AddReadyCheck("token_file", b.tokens.Ready)
+	}
+	if b.service != nil {
+		srv.AddReadyCheck("auth_service", b.service.Ready)
+	}
 }
 
 // newAuthenticator picks the auth backend (protocol.md §4.1, D-1): the token
@@ -233,6 +256,7 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 				log.Info("SIGHUP: AUTH_ALLOW_ALL=true, there is no token file to reload")
 			},
 			close: func() {},
+			name:  "allow_all",
 		}, nil
 	}
 	if cfg.AuthBackend == "http" {
@@ -242,11 +266,13 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 	if err != nil {
 		return authBackend{}, err
 	}
-	log.Info("token file loaded", zap.String("path", cfg.AuthFile), zap.Int("tokens", st.Stats().Tokens))
+	// static.New has logged "Loaded auth file <path>: <n> tokens".
 	return authBackend{
 		authn:  st,
-		reload: func() { reloadTokenFile(st, cfg.AuthFile, log) },
+		reload: func() { reloadTokenFile(st) },
 		close:  func() { _ = st.Close() },
+		name:   "static",
+		tokens: st,
 	}, nil
 }
 
@@ -271,24 +297,23 @@ func newHTTPAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, erro
 	}
 	log.Info("auth service", zap.String("url", cfg.AuthHTTPURL))
 	return authBackend{
-		authn:  hb,
-		reload: func() { log.Info("SIGHUP: AUTH_BACKEND=http, there is no token file to reload") },
-		close:  func() { _ = hb.Close() },
+		authn:   hb,
+		reload:  func() { log.Info("SIGHUP: AUTH_BACKEND=http, there is no token file to reload") },
+		close:   func() { _ = hb.Close() },
+		name:    "http",
+		service: hb,
 	}, nil
 }
 
-// reloadTokenFile is SIGHUP with the token file: the same Static.Reload the
-// file watcher calls, so a valid file replaces the token set, flushes the
-// token cache and revalidates every live connection (OnChange), and a
-// broken one is logged at error level by Reload ("Failed to parse auth file
-// <path>: <reason>") while the last valid tokens stay in force (D-1).
-func reloadTokenFile(st *static.Static, path string, log *zap.Logger) {
-	if err := st.Reload(); err != nil {
-		log.Warn("token file not reloaded on SIGHUP; the last valid tokens stay in force",
-			zap.String("path", path), zap.Int("tokens", st.Stats().Tokens), zap.Error(err))
-		return
-	}
-	log.Info("token file reloaded on SIGHUP", zap.String("path", path), zap.Int("tokens", st.Stats().Tokens))
+// reloadTokenFile is SIGHUP with the token file: the reload the file
+// watcher runs, so a valid file replaces the token set, flushes the token
+// cache and revalidates every live connection (OnChange), and a broken one
+// keeps the last valid tokens in force (D-1). Static logs the one line of
+// the reload, with trigger "sighup": "Reloaded auth file <path>: <n>
+// tokens" at info, or "Failed to parse auth file <path>: <reason>" (or
+// "Cannot read ...") at error with the tokens kept.
+func reloadTokenFile(st *static.Static) {
+	_ = st.ReloadFor("sighup") // logged and counted by Static
 }
 
 // reloadOnSignal calls reload on its own goroutine for every value received

@@ -16,7 +16,9 @@
 //     member itself: its own group copy comes through the bus like anyone's.
 //   - Retained messages: every node follows every retained publish into its
 //     own retained store (Handler.HandleRetained), whether or not it has an
-//     interested subscriber at that moment.
+//     interested subscriber at that moment; a backend that can keeps them,
+//     so a node that starts later gets the ones set before (natsbroker:
+//     JetStream).
 //
 // Presence, lobby state, connection counts and node liveness are the next
 // things to cross (a shared key-value state); until a backend carries them

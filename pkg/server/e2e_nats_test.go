@@ -21,27 +21,35 @@ func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*Config))
 	t.Helper()
 	var nodes []*Server
 	var brokers []*natsbroker.Broker
-	for i, own := range servers {
-		urls := []string{own.ClientURL()}
-		for _, s := range servers {
-			if s != own {
-				urls = append(urls, s.ClientURL())
-			}
-		}
-		id := fmt.Sprintf("node%d", i)
-		b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers = append(brokers, b)
-		nodes = append(nodes, start(t, func(c *Config) {
-			c.Broker, c.NodeID = b, id
-			if mutate != nil {
-				mutate(c)
-			}
-		}))
+	for i := range servers {
+		n, b := natsNode(t, servers, i, mutate)
+		nodes, brokers = append(nodes, n), append(brokers, b)
 	}
 	return nodes, brokers
+}
+
+// natsNode starts kraken node i on servers[i].
+func natsNode(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Config)) (*Server, *natsbroker.Broker) {
+	t.Helper()
+	own := servers[i]
+	urls := []string{own.ClientURL()}
+	for _, s := range servers {
+		if s != own {
+			urls = append(urls, s.ClientURL())
+		}
+	}
+	id := fmt.Sprintf("node%d", i)
+	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := start(t, func(c *Config) {
+		c.Broker, c.NodeID = b, id
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	return n, b
 }
 
 // interestSettles waits for subscriptions just made to cross the cluster's
@@ -212,4 +220,23 @@ func TestNATSServerLossLosesNoSubscription(t *testing.T) {
 		return brokers[1].Stats().Reconnects > 0 && brokers[1].Ready() == nil && delivered()
 	})
 	t.Logf("delivery resumed %v after node 1's NATS server (%s) died; now on %s", took, on, brokers[1].ConnectedURL())
+}
+
+// A node that joins after a retained publish gets it from JetStream.
+func TestNATSClusterRetainedForALateNode(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	a, _ := natsNode(t, servers, 0, nil)
+	alice := authed(t, a, "dev-token-alice")
+	alice.Send("type", "publish", "topic", "demo/general/config", "data", map[string]any{"v": 7}, "retain", true, "msgRef", "r")
+	alice.ExpectFields("type", "published", "msgRef", "r")
+	time.Sleep(300 * time.Millisecond)
+	late, _ := natsNode(t, servers, 2, nil)
+	bob := authed(t, late, "dev-token-bob")
+	took := interestSettles(t, func() bool {
+		bob.Send("type", "subscribe", "topic", "demo/general/config")
+		bob.ExpectFields("type", "subscribed")
+		f, err := bob.Read(100 * time.Millisecond)
+		return err == nil && sameJSON(f.Map["data"], map[string]any{"v": 7})
+	})
+	t.Logf("a node started after the retained publish had it %v after its first subscribe", took)
 }

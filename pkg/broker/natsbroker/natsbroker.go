@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/broker"
@@ -34,6 +35,14 @@ type Config struct {
 	// ReconnectBuffer is what nats.go buffers while disconnected, in bytes;
 	// 0 means 8 MiB. Publishes past it are dropped and counted.
 	ReconnectBuffer int
+	// RetainTTL is how long JetStream keeps a retained message
+	// (RETAIN_TTL_SECONDS); 0 means 1 h. MaxRetained bounds the retained
+	// topics kept; 0 means 100000.
+	RetainTTL   time.Duration
+	MaxRetained int64
+	// RetainReplicas is the JetStream replica count of the retained
+	// stream; 0 means 1 (3 on a three-server cluster survives a server).
+	RetainReplicas int
 	// Logger receives connection-state lines; nil means none.
 	Logger *zap.Logger
 }
@@ -65,18 +74,19 @@ type Stats struct {
 // and buffers publishes while disconnected; nothing here blocks on the
 // network.
 type Broker struct {
-	cfg    Config
-	log    *zap.Logger
-	msgs   string // subject prefix of publications
-	kept   string // subject prefix of retained copies
-	seq    atomic.Uint64
-	nc     *nats.Conn
-	h      broker.Handler
-	dedup  dedup
-	stats  counters
-	mu     sync.Mutex
-	subs   map[interest]*interestSubs
-	closed bool
+	cfg      Config
+	log      *zap.Logger
+	msgs     string // subject prefix of publications
+	kept     string // subject prefix of retained copies
+	seq      atomic.Uint64
+	nc       *nats.Conn
+	h        broker.Handler
+	dedup    dedup
+	stats    counters
+	mu       sync.Mutex
+	subs     map[interest]*interestSubs
+	closed   bool
+	retained jetstream.ConsumeContext // nil without JetStream
 }
 
 type interest struct {
@@ -111,6 +121,15 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.RetainTTL <= 0 {
+		cfg.RetainTTL = time.Hour
+	}
+	if cfg.MaxRetained <= 0 {
+		cfg.MaxRetained = 100000
+	}
+	if cfg.RetainReplicas <= 0 {
+		cfg.RetainReplicas = 1
+	}
 	return &Broker{cfg: cfg, log: cfg.Logger, msgs: cfg.Prefix + ".m", kept: cfg.Prefix + ".r",
 		subs: map[interest]*interestSubs{}}, nil
 }
@@ -142,12 +161,58 @@ func (b *Broker) Start(_ context.Context, h broker.Handler) error {
 		return fmt.Errorf("natsbroker: %w", err)
 	}
 	b.nc = nc
-	if _, err := nc.Subscribe(b.kept+".>", b.onRetained); err != nil {
+	if err := b.followRetained(); err != nil {
 		nc.Close()
-		return fmt.Errorf("natsbroker: subscribe to retained messages: %w", err)
+		return err
 	}
 	if nc.IsConnected() {
 		b.log.Info("connected to NATS", zap.String("server", nc.ConnectedUrlRedacted()), zap.String("node", b.cfg.Node))
+	}
+	return nil
+}
+
+// retainedStream is the JetStream stream of retained messages: one message
+// per retained subject, the newest.
+const retainedStream = "KRAKEN_RETAINED"
+
+// followRetained makes every retained publish reach this node, the ones
+// set before it started included: with JetStream, a stream keeps the newest
+// message of each retained subject (for RetainTTL, at most MaxRetained) and
+// an ordered consumer replays them, then follows; without JetStream on the
+// servers, a core subscription follows live publishes only (logged).
+func (b *Broker) followRetained() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	js, err := jetstream.New(b.nc)
+	if err == nil {
+		var st jetstream.Stream
+		st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: retainedStream, Subjects: []string{b.kept + ".>"}, MaxMsgsPerSubject: 1,
+			MaxAge: b.cfg.RetainTTL, MaxMsgs: b.cfg.MaxRetained, Discard: jetstream.DiscardOld,
+			Replicas: b.cfg.RetainReplicas, Storage: jetstream.FileStorage,
+		})
+		if err == nil {
+			var cons jetstream.Consumer
+			cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+				FilterSubjects: []string{b.kept + ".>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+			if err == nil {
+				started := time.Now()
+				b.retained, err = cons.Consume(func(msg jetstream.Msg) {
+					// This node's own publishes from before it started (a
+					// fixed NODE_ID across a restart) are replayed; later ones
+					// it applied itself.
+					md, _ := msg.Metadata()
+					b.onRetainedData(msg.Data(), md != nil && md.Timestamp.Before(started))
+				})
+			}
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	b.log.Warn("JetStream unavailable: retained messages set before this node started are not recovered", zap.Error(err))
+	if _, err := b.nc.Subscribe(b.kept+".>", func(msg *nats.Msg) { b.onRetainedData(msg.Data, false) }); err != nil {
+		return fmt.Errorf("natsbroker: subscribe to retained messages: %w", err)
 	}
 	return nil
 }
@@ -281,13 +346,13 @@ func (b *Broker) onGroup(msg *nats.Msg, name, key string) {
 	b.h.HandleGroupMessage(m, name, key)
 }
 
-func (b *Broker) onRetained(msg *nats.Msg) {
-	m, _, err := decode(msg.Data)
+func (b *Broker) onRetainedData(data []byte, replayed bool) {
+	m, _, err := decode(data)
 	if err != nil {
 		b.stats.malformed.Add(1)
 		return
 	}
-	if m.Node == b.cfg.Node {
+	if m.Node == b.cfg.Node && !replayed {
 		return
 	}
 	b.stats.received.Add(1)
@@ -327,6 +392,9 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	if b.nc == nil {
 		return nil
+	}
+	if b.retained != nil {
+		b.retained.Stop()
 	}
 	_ = b.nc.FlushTimeout(time.Second)
 	b.nc.Close()

@@ -15,6 +15,67 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// A node that starts after a retained publish gets it from JetStream, and
+// a clear replaces it.
+func TestRetainedSurvivesForALateNode(t *testing.T) {
+	s := natstest.RunJetStream(t)
+	start := func(id string) (*natsbroker.Broker, *brokertest.Recorder) {
+		b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := brokertest.NewRecorder()
+		if err := b.Start(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b, r
+	}
+	a, _ := start("a")
+	for _, k := range []string{"app/r/one", "app/r/two", "app/r/one"} {
+		_ = a.Publish(&broker.Message{Key: k, Topic: k, Data: []byte{0xa1, k[len(k)-1]}, Node: "a", Retain: true})
+	}
+	time.Sleep(200 * time.Millisecond)
+	_, late := start("late")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, r := late.Snapshot()
+		if len(r) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	_, _, r := late.Snapshot()
+	keys := map[string]int{}
+	for _, m := range r {
+		keys[m.Key]++
+	}
+	if len(r) != 2 || keys["app/r/one"] != 1 || keys["app/r/two"] != 1 {
+		t.Fatalf("the late node got %d retained copies %v, want the newest of each of 2 topics", len(r), keys)
+	}
+	// a restarted node with the same id gets its own retained messages back
+	_, again := start("a")
+	time.Sleep(300 * time.Millisecond)
+	if _, _, r := again.Snapshot(); len(r) != 2 {
+		t.Fatalf("node a restarted got %d of its own retained messages, want 2", len(r))
+	}
+}
+
+func TestConformanceWithJetStream(t *testing.T) {
+	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond,
+		New: func(t *testing.T) func(string) broker.Broker {
+			s := natstest.RunJetStream(t)
+			return func(id string) broker.Broker {
+				b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}})
+}
+
 func TestConformanceOnOneServer(t *testing.T) {
 	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond,
 		New: func(t *testing.T) func(string) broker.Broker {

@@ -5,6 +5,8 @@ package natstest
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,13 @@ import (
 // RunServer starts an embedded NATS server with opts (nil for defaults) on
 // a random loopback port; it is shut down when t ends.
 func RunServer(t testing.TB, opts *natsserver.Options) *natsserver.Server {
+	t.Helper()
+	s := newServer(t, opts)
+	waitReady(t, s)
+	return s
+}
+
+func newServer(t testing.TB, opts *natsserver.Options) *natsserver.Server {
 	t.Helper()
 	if opts == nil {
 		opts = &natsserver.Options{}
@@ -27,27 +36,48 @@ func RunServer(t testing.TB, opts *natsserver.Options) *natsserver.Server {
 		t.Fatal(err)
 	}
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("natstest: NATS server not ready")
-	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
 }
 
-// Cluster starts n NATS servers joined as one cluster by routes and waits
-// until every server has a route to every other.
+func waitReady(t testing.TB, s *natsserver.Server) {
+	t.Helper()
+	if !s.ReadyForConnections(20 * time.Second) {
+		t.Fatalf("natstest: NATS server %s not ready", s.Name())
+	}
+}
+
+// RunJetStream starts one embedded server with JetStream on, its store in
+// a temporary directory.
+func RunJetStream(t testing.TB) *natsserver.Server {
+	t.Helper()
+	return RunServer(t, &natsserver.Options{ServerName: "js0", JetStream: true, StoreDir: t.TempDir()})
+}
+
+// Cluster starts n NATS servers joined as one cluster by routes, JetStream
+// on (each with its own temporary store), and waits until every server has
+// a route to every other and JetStream has a meta leader.
 func Cluster(t testing.TB, n int) []*natsserver.Server {
 	t.Helper()
-	seed := RunServer(t, &natsserver.Options{ServerName: "s0",
-		Cluster: natsserver.ClusterOpts{Name: "kraken-test", Host: "127.0.0.1", Port: -1}})
-	route := fmt.Sprintf("nats://127.0.0.1:%d", seed.ClusterAddr().Port)
-	servers := []*natsserver.Server{seed}
-	for i := 1; i < n; i++ {
-		servers = append(servers, RunServer(t, &natsserver.Options{ServerName: fmt.Sprintf("s%d", i),
-			Cluster: natsserver.ClusterOpts{Name: "kraken-test", Host: "127.0.0.1", Port: -1},
-			Routes:  natsserver.RoutesFromStr(route)}))
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = freePort(t)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var servers []*natsserver.Server
+	for i := 0; i < n; i++ {
+		servers = append(servers, newServer(t, &natsserver.Options{ServerName: fmt.Sprintf("s%d", i),
+			JetStream: true, StoreDir: t.TempDir(),
+			Cluster: natsserver.ClusterOpts{Name: "kraken-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))}))
+	}
+	for _, s := range servers {
+		waitReady(t, s)
+	}
+	deadline := time.Now().Add(20 * time.Second)
 	for _, s := range servers {
 		for s.NumRoutes() < n-1 {
 			if time.Now().After(deadline) {
@@ -56,5 +86,29 @@ func Cluster(t testing.TB, n int) []*natsserver.Server {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	for {
+		leader := false
+		for _, s := range servers {
+			leader = leader || s.JetStreamIsLeader()
+		}
+		if leader {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("natstest: no JetStream meta leader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return servers
+}
+
+// freePort returns a loopback TCP port nothing listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
