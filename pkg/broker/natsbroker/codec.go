@@ -12,8 +12,11 @@ import (
 // A message travels as one MessagePack array (codec version 1):
 // [1, node, seq, key, topic, filter, data(raw), msgId, from, fromType,
 // timestamp(unix ms), flags]. flags bit 0 is Retain, bit 1 ClearRetained.
-// seq numbers the publishes of one node, so a node subscribed to a key
-// twice (an exact and a wildcard interest) hands it over once.
+// seq numbers the publishes of one run of a node: its high 32 bits are
+// random per start (Broker.New), its low 32 bits count, so a node
+// subscribed to a key twice (an exact and a wildcard interest) hands it
+// over once, and a node restarted under the same NODE_ID is not taken for
+// its earlier run.
 
 const codecVersion = 1
 

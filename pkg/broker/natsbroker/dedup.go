@@ -1,13 +1,20 @@
 package natsbroker
 
-import "sync"
+import (
+	"strconv"
+	"sync"
+)
 
 // window is how many of a source node's most recent publishes dedup
 // remembers.
 const window = 1 << 16
 
-// dedup remembers, per source node, which of its recent publish sequence
-// numbers were handed over, so a publication that arrives on two of this
+// maxSources bounds the (node, run) pairs dedup keeps, 8 KiB each.
+const maxSources = 1024
+
+// dedup remembers, per source node and run (the high 32 bits of the
+// sequence number), which of its recent publish sequence numbers were
+// handed over, so a publication that arrives on two of this
 // node's subscriptions (an exact and a wildcard interest matching one key)
 // is handed over once. A number older than the window is taken as new.
 type dedup struct {
@@ -27,10 +34,14 @@ func (d *dedup) first(node string, seq uint64) bool {
 	if d.nodes == nil {
 		d.nodes = map[string]*seen{}
 	}
-	s := d.nodes[node]
+	key := node + "\x00" + strconv.FormatUint(seq>>32, 36) // the run: a restart under the same id is a new source
+	s := d.nodes[key]
 	if s == nil {
+		if len(d.nodes) >= maxSources {
+			clear(d.nodes) // many restarts: start over rather than grow
+		}
 		s = &seen{}
-		d.nodes[node] = s
+		d.nodes[key] = s
 	}
 	switch {
 	case seq > s.top:

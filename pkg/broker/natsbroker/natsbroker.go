@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,8 +131,10 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.RetainReplicas <= 0 {
 		cfg.RetainReplicas = 1
 	}
-	return &Broker{cfg: cfg, log: cfg.Logger, msgs: cfg.Prefix + ".m", kept: cfg.Prefix + ".r",
-		subs: map[interest]*interestSubs{}}, nil
+	b := &Broker{cfg: cfg, log: cfg.Logger, msgs: cfg.Prefix + ".m", kept: cfg.Prefix + ".r",
+		subs: map[interest]*interestSubs{}}
+	b.seq.Store(uint64(rand.Uint32()) << 32) // this run's sequence space (see codec.go)
+	return b, nil
 }
 
 // Start connects to NATS and subscribes to the retained subjects. A first
@@ -145,7 +148,10 @@ func (b *Broker) Start(_ context.Context, h broker.Handler) error {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(b.cfg.ReconnectBuffer),
 		nats.RetryOnFailedConnect(true),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // Close, not a loss
+			}
 			b.log.Warn("NATS connection lost; serving local traffic, reconnecting", zap.Error(err))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -150,3 +150,38 @@ func TestOverlappingInterestsDeliverOnce(t *testing.T) {
 		t.Fatalf("a sent %d NATS messages for 50 publishes, want 50", st.Published)
 	}
 }
+
+// A node restarted under the same NODE_ID is a new source: none of its
+// publishes is taken for one of its earlier run's.
+func TestRestartedNodeWithTheSameIDIsHeard(t *testing.T) {
+	s := natstest.RunServer(t, nil)
+	rb := brokertest.NewRecorder()
+	b, _ := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: "b"})
+	if err := b.Start(t.Context(), rb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	b.Interest("app/r/x", false, 1)
+	time.Sleep(100 * time.Millisecond)
+	for run, n := range []int{5, 7} {
+		a, _ := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: "a"})
+		if err := a.Start(t.Context(), brokertest.NewRecorder()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			_ = a.Publish(&broker.Message{Key: "app/r/x", Topic: "r/x", Data: []byte{0xc0}, Node: "a", MsgID: fmt.Sprint(run, i)})
+		}
+		_ = a.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m, _, _ := rb.Snapshot()
+		if len(m) >= 12 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m, _, _ := rb.Snapshot(); len(m) != 12 {
+		t.Fatalf("b heard %d of the 12 publishes of two runs of node a", len(m))
+	}
+}
