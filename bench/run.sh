@@ -15,6 +15,17 @@
 # each token spread of BENCH_HTTP_TOKENS ("4 each": 4 shared tokens, a
 # token per connection), BENCH_REPS (3) times; the table shows the medians.
 # BENCH_HTTP_N overrides the number of connections.
+#
+# BENCH_ONLY=cluster (not run by default) is fanout and latency to N
+# subscribers on one topic (smoke 300, else 9,000; BENCH_CLUSTER_N) from 3
+# client processes, against each setup of BENCH_CLUSTER_SETUPS
+# ("cluster-3 cluster-1 single"): cluster-K is K kraken nodes on one NATS
+# server (bench/natsd), the subscribers spread evenly over the nodes and the
+# publisher on node 1; single is one node with the local broker. BENCH_REPS
+# (3) rounds; the table shows the medians, ratios against the last setup,
+# and the NATS messages per publish counted on the NATS server.
+# BENCH_MAX_DISTURBANCE=C takes the medians over the rounds in which other
+# processes and the hypervisor (steal) took at most C cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,6 +35,8 @@ OUT=${BENCH_OUT:-bench/out/$SIZE}
 KPORT=${BENCH_KRAKEN_PORT:-18080}
 BPORT=${BENCH_BASELINE_PORT:-18090}
 APORT=${BENCH_AUTHSVC_PORT:-18070}
+NPORT=${BENCH_NATS_PORT:-14222}
+NHPORT=${BENCH_NATS_HTTP_PORT:-18222}
 mkdir -p "$BIN" "$OUT"
 
 only() { [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " == *" $1 "* ]]; }
@@ -37,6 +50,9 @@ go build -o "$BIN/loadgen" ./bench/loadgen
 go build -o "$BIN/baseline" ./bench/baseline
 if only connect-http; then
 	go build -o "$BIN/authsvc" ./bench/authsvc
+fi
+if only cluster; then
+	go build -o "$BIN/natsd" ./bench/natsd
 fi
 
 BROKER_PID=""
@@ -67,7 +83,37 @@ stop_authsvc() {
 	fi
 	AUTHSVC_PID=""
 }
-trap 'stop_broker; stop_authsvc' EXIT
+# The cluster case's processes: the kraken nodes and the NATS server.
+NODE_PIDS=()
+NATSD_PID=""
+
+# stop_pid PID: TERM, up to 15 s to exit, then KILL.
+stop_pid() {
+	local pid=$1
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "process $pid did not stop; killing it" >&2
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" 2>/dev/null || true
+	fi
+}
+
+stop_cluster() {
+	local pid
+	for pid in "${NODE_PIDS[@]}"; do
+		stop_pid "$pid"
+	done
+	NODE_PIDS=()
+	stop_pid "$NATSD_PID"
+	NATSD_PID=""
+}
+trap 'stop_broker; stop_authsvc; stop_cluster' EXIT
 trap 'exit 130' INT TERM
 
 # start_broker NAME LOGFILE: starts kraken or the baseline and waits until
@@ -316,10 +362,214 @@ if only connect-http; then
 	fi
 fi
 
+# port_open PORT: something accepts connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port PID PORT: waits until PORT accepts connections while PID runs.
+wait_port() {
+	local pid=$1 port=$2
+	for _ in $(seq 100); do
+		if port_open "$port"; then
+			kill -0 "$pid" 2>/dev/null && return 0
+			return 1
+		fi
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_cluster SETUP LOGPREFIX: starts the processes of one setup:
+# cluster-K is bench/natsd and K kraken nodes n1..nK on ports KPORT..KPORT+K-1
+# joined over it; single is one kraken with the local broker on KPORT.
+start_cluster() {
+	local setup=$1 log=$2 k i port
+	k=0
+	case $setup in
+	single) ;;
+	cluster-[1-9]*) k=${setup#cluster-} ;;
+	*)
+		echo "unknown cluster setup $setup (cluster-K or single)" >&2
+		return 1
+		;;
+	esac
+	for port in "$NPORT" "$NHPORT" $(seq "$KPORT" $((KPORT + (k > 0 ? k : 1) - 1))); do
+		if port_open "$port"; then
+			echo "port $port is already in use by another process; set BENCH_KRAKEN_PORT / BENCH_NATS_PORT / BENCH_NATS_HTTP_PORT" >&2
+			return 1
+		fi
+	done
+	if [ "$k" = 0 ]; then
+		AUTH_ALLOW_ALL=true RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn ADMIN_ADDR=off \
+			"$KRAKEN" >"$log.n1.broker.log" 2>&1 &
+		NODE_PIDS+=($!)
+		wait_port "$!" "$KPORT" || {
+			echo "kraken did not start; see $log.n1.broker.log" >&2
+			return 1
+		}
+		return 0
+	fi
+	local js=()
+	[ "${BENCH_NATS_JETSTREAM:-0}" = 1 ] && js=(--jetstream)
+	"$BIN/natsd" --addr "127.0.0.1:$NPORT" --http "127.0.0.1:$NHPORT" "${js[@]}" >"$log.natsd.log" 2>&1 &
+	NATSD_PID=$!
+	wait_port "$NATSD_PID" "$NHPORT" || {
+		echo "natsd did not start; see $log.natsd.log" >&2
+		return 1
+	}
+	for ((i = 1; i <= k; i++)); do
+		port=$((KPORT + i - 1))
+		AUTH_ALLOW_ALL=true RATE_LIMIT=100000 WS_PORT=$port LOG_LEVEL=warn ADMIN_ADDR=off \
+			BROKER_BACKEND=nats NATS_URL="nats://127.0.0.1:$NPORT" NODE_ID=n$i \
+			"$KRAKEN" >"$log.n$i.broker.log" 2>&1 &
+		NODE_PIDS+=($!)
+	done
+	for ((i = 1; i <= k; i++)); do
+		wait_port "${NODE_PIDS[i - 1]}" $((KPORT + i - 1)) || {
+			echo "kraken n$i did not start; see $log.n$i.broker.log" >&2
+			return 1
+		}
+	done
+	"$BIN/natsd" wait --stats "http://127.0.0.1:$NHPORT/stats" --conns "$k" --timeout 10s
+}
+
+# busy_cores: the machine's CPU (percent of a core) over one second that
+# was busy or taken by the hypervisor (steal), from /proc/stat.
+busy_cores() {
+	local a b
+	read -r -a a < <(head -1 /proc/stat)
+	sleep 1
+	read -r -a b < <(head -1 /proc/stat)
+	# cpu user nice system idle iowait irq softirq steal: all but idle and iowait.
+	echo $(((b[1] + b[2] + b[3] + b[6] + b[7] + b[8]) - (a[1] + a[2] + a[3] + a[6] + a[7] + a[8])))
+}
+
+# wait_quiet LOG: waits (at most BENCH_QUIET_MAX seconds, default 60) until
+# the machine's busy and stolen CPU over a second is below BENCH_QUIET
+# percent of a core (default 30): other work on a shared machine, or on the
+# host of this virtual machine, skews the figures. The wait and the last
+# reading go to LOG.
+wait_quiet() {
+	local log=$1 limit=${BENCH_QUIET:-30} maxw=${BENCH_QUIET_MAX:-60} t0 busy
+	t0=$SECONDS
+	busy=$(busy_cores)
+	while [ "$busy" -ge "$limit" ] && [ $((SECONDS - t0)) -lt "$maxw" ]; do
+		busy=$(busy_cores)
+	done
+	echo "waited $((SECONDS - t0)) s for a quiet machine: ${busy}% of a core busy or stolen (limit ${limit}%)" >>"$log"
+}
+
+# cluster: fanout and latency to CN subscribers from CPROCS client
+# processes against each setup, BENCH_REPS rounds, the setups alternating
+# within each round; every run has fresh brokers (and a fresh NATS server).
+CLUSTER_TABLES=()
+if only cluster; then
+	CN=${BENCH_CLUSTER_N:-9000}
+	CLAT=(--rate "${BENCH_CLUSTER_RATE:-5}" --duration "${BENCH_CLUSTER_DURATION:-20s}")
+	if [ "$SIZE" = smoke ]; then
+		CN=${BENCH_CLUSTER_N:-300}
+		CLAT=(--rate "${BENCH_CLUSTER_RATE:-10}" --duration "${BENCH_CLUSTER_DURATION:-2s}")
+	fi
+	CPROCS=${BENCH_CLUSTER_PROCS:-3}
+	CFAN=(--messages "${BENCH_CLUSTER_MESSAGES:-50}")
+	# hop: one subscriber per client process (so one per node of
+	# cluster-3) at a high rate: the latency of the hop through NATS itself.
+	hop_default="--rate 1000 --duration 5s"
+	read -r -a CHOP <<<"${BENCH_CLUSTER_HOP-$hop_default}"
+	CCASES=("fanout fanout -n $CN ${CFAN[*]}" "latency latency -n $CN ${CLAT[*]}")
+	if [ ${#CHOP[@]} -gt 0 ]; then
+		CCASES+=("hop latency -n $CPROCS ${CHOP[*]}")
+	fi
+	read -r -a csetups <<<"${BENCH_CLUSTER_SETUPS:-cluster-3 cluster-1 single}"
+	reps=${BENCH_REPS:-3}
+	COUT=$OUT/cluster
+	mkdir -p "$COUT"
+	rm -f "$COUT/loadavg.txt"
+	echo "cluster: $CN subscribers on one topic from $CPROCS client processes; setups ${csetups[*]}; cases: $(printf '%s; ' "${CCASES[@]}")$reps repetitions; nodes LOG_LEVEL=warn AUTH_ALLOW_ALL=true RATE_LIMIT=100000 ADMIN_ADDR=off, cluster nodes BROKER_BACKEND=nats; NATS JetStream ${BENCH_NATS_JETSTREAM:-0}" >>"$OUT/env.txt"
+	for ((rep = 1; rep <= reps; rep++)); do
+		for su in "${csetups[@]}"; do
+			run=$su-r$rep
+			echo "== cluster $rep/$reps: $su ($CN subscribers)" >&2
+			rm -f "$COUT/$run".*.json
+			printf '%s: ' "$run" >>"$COUT/loadavg.txt"
+			wait_quiet "$COUT/loadavg.txt"
+			echo "$run before: $(cat /proc/loadavg)" >>"$COUT/loadavg.txt"
+			if ! start_cluster "$su" "$COUT/$run"; then
+				FAILED+=("cluster $run")
+				stop_cluster
+				continue
+			fi
+			urls=() cpids=() nstats=()
+			for ((i = 0; i < ${#NODE_PIDS[@]}; i++)); do
+				urls+=("ws://127.0.0.1:$((KPORT + i))/ws")
+				cpids+=("n$((i + 1))=${NODE_PIDS[i]}")
+			done
+			if [ -n "$NATSD_PID" ]; then
+				cpids+=("nats=$NATSD_PID")
+				nstats=(--nats-stats "http://127.0.0.1:$NHPORT/stats")
+			fi
+			ulist=$(
+				IFS=,
+				echo "${urls[*]}"
+			)
+			plist=$(
+				IFS=,
+				echo "${cpids[*]}"
+			)
+			for c in "${CCASES[@]}"; do
+				read -r -a words <<<"$c"
+				sc=${words[0]}
+				if ! "$BIN/loadgen" --url "${urls[0]}" --urls "$ulist" --procs "$CPROCS" --pid "${NODE_PIDS[0]}" \
+					--cpu-pids "$plist" "${nstats[@]}" --label "$su" --scenario "${words[1]}" "${words[@]:2}" \
+					--json "$COUT/$run.$sc.json" --md "$COUT/$run.$sc.md" \
+					>/dev/null 2> >(tee "$COUT/$run.$sc.log" >&2); then
+					FAILED+=("cluster $run $sc")
+				fi
+			done
+			for ((i = 0; i < ${#NODE_PIDS[@]}; i++)); do
+				kill -0 "${NODE_PIDS[i]}" 2>/dev/null || FAILED+=("cluster $run (n$((i + 1)) exited)")
+			done
+			echo "$run after: $(cat /proc/loadavg)" >>"$COUT/loadavg.txt"
+			if [ -n "$NATSD_PID" ]; then
+				"$BIN/natsd" stats --stats "http://127.0.0.1:$NHPORT/stats" >"$COUT/$run.natsd.txt" || true
+			fi
+			stop_cluster
+		done
+	done
+	for c in "${CCASES[@]}"; do
+		sc=${c%% *}
+		group=()
+		for su in "${csetups[@]}"; do
+			runs=()
+			for ((rep = 1; rep <= reps; rep++)); do
+				[ -f "$COUT/$su-r$rep.$sc.json" ] && runs+=("$COUT/$su-r$rep.$sc.json")
+			done
+			if [ ${#runs[@]} -eq 0 ]; then
+				group=()
+				break
+			fi
+			"$BIN/loadgen" median --label "$su" --max-disturbance "${BENCH_MAX_DISTURBANCE:-0}" \
+				--out "$COUT/$su.$sc.json" "${runs[@]}"
+			group+=("$COUT/$su.$sc.json")
+		done
+		CLUSTER_TABLES+=("${group[@]}")
+	done
+	if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
+		names=$(
+			IFS=,
+			echo "${csetups[*]}"
+		)
+		"$BIN/loadgen" table --names "$names" --spread "${CLUSTER_TABLES[@]}" >"$COUT/table.md"
+		"$BIN/loadgen" table --names "$names" --spread \
+			--metrics fanout_subscribers,fanout_lost,fanout_rate,fanout_last_max,fanout_cpu_per_delivery,fanout_broker_cores,fanout_cores_n1,fanout_cores_n2,fanout_cores_n3,fanout_cores_nats,fanout_loadgen_cores,fanout_other_cores,fanout_steal_cores,fanout_nats_remote_nodes,fanout_nats_in_per_publish,fanout_nats_out_per_publish,fanout_nats_out_remote_per_publish,fanout_nats_echo_per_publish,fanout_nats_out_n1,fanout_nats_out_n2,fanout_nats_out_n3,fanout_url1_last_max,fanout_url2_last_max,fanout_url3_last_max,latency_rate,latency_lost,latency_last_p50,latency_last_p99,latency_all_p50,latency_all_p99,latency_url1_last_p99,latency_url2_last_p99,latency_url3_last_p99,latency_url1_all_p50,latency_url2_all_p50,latency_url3_all_p50,latency_cpu_per_delivery,latency_cores_n1,latency_cores_n2,latency_cores_n3,latency_cores_nats,latency_loadgen_cores,latency_other_cores,latency_steal_cores,latency_nats_in_per_publish,latency_nats_out_per_publish,latency_nats_out_remote_per_publish,latency_nats_echo_per_publish \
+			"${CLUSTER_TABLES[@]}" >"$COUT/summary.md"
+	fi
+fi
+
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
 fi
-if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ]; then
+if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
 	echo
 	cat "$OUT/env.txt"
 fi
@@ -332,6 +582,16 @@ if [ ${#HTTP_TABLES[@]} -gt 0 ]; then
 	echo "connect-http: medians of $reps runs (range in brackets); every metric in $HOUT/table.md"
 	echo
 	cat "$HOUT/summary.md"
+fi
+if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
+	echo
+	if [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ]; then
+		echo "cluster: medians of the runs of $reps in which other processes and steal took at most $BENCH_MAX_DISTURBANCE cores (range in brackets; see the notes); every metric in $COUT/table.md"
+	else
+		echo "cluster: medians of $reps runs (range in brackets); every metric in $COUT/table.md"
+	fi
+	echo
+	cat "$COUT/summary.md"
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "failed: ${FAILED[*]}" >&2

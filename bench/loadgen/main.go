@@ -74,10 +74,19 @@ func runMain(args []string) int {
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "handshake timeout, and how long to wait for missing deliveries")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", 20*time.Second, "heartbeat interval of every connection (0 = none)")
 	fs.StringVar(&cfg.Label, "label", "", "name of the broker in the report")
+	urls := fs.String("urls", "", "subscriber URLs, comma-separated: worker process i connects to URL i mod count (--procs a multiple of the count); the publisher uses --url")
+	cpuPids := fs.String("cpu-pids", "", "processes whose CPU is the broker's, NAME=PID,... (the nodes and NATS server of a cluster); default --pid")
+	fs.StringVar(&cfg.NATSStats, "nats-stats", "", "fanout, latency: URL of bench/natsd's GET /stats, read before and after the measured window")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
 	mdOut := fs.String("md", "", "write the report as a Markdown table to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg.SubURLs = splitURLs(*urls)
+	var err error
+	if cfg.CPUPids, err = parsePIDs(*cpuPids); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		return 2
 	}
 	if !*quiet {
@@ -159,6 +168,7 @@ func medianMain(args []string) int {
 	fs := newFlagSet("median")
 	out := fs.String("out", "", "write the median report here (default stdout)")
 	label := fs.String("label", "", "label of the median report (default the first report's)")
+	maxDist := fs.Float64("max-disturbance", 0, "leave out runs in which other processes and the hypervisor (steal) took more than this many cores (0 = keep all; needs runs with --cpu-pids)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -175,7 +185,18 @@ func medianMain(args []string) int {
 		}
 		rs = append(rs, r)
 	}
-	m := medianReport(*label, rs)
+	kept, left := quietRuns(rs, *maxDist)
+	all := len(kept) == 0
+	if all {
+		kept = rs
+	}
+	m := medianReport(*label, kept)
+	switch {
+	case all:
+		m.note("all %d runs were disturbed: other processes and steal took more than %v cores; median of them all", len(rs), *maxDist)
+	case left > 0:
+		m.note("median of the %d of %d runs in which other processes and steal took at most %v cores", len(kept), len(rs), *maxDist)
+	}
 	if *out == "" {
 		b, _ := json.MarshalIndent(m, "", "  ")
 		fmt.Printf("%s\n", b)

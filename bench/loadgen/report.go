@@ -64,7 +64,7 @@ type Report struct {
 }
 
 func newReport(cfg Config) *Report {
-	return &Report{
+	r := &Report{
 		Scenario:  cfg.Scenario,
 		Label:     cfg.Label,
 		URL:       cfg.URL,
@@ -79,6 +79,10 @@ func newReport(cfg Config) *Report {
 			"rounds": cfg.Rounds, "tokens": cfg.Tokens,
 		},
 	}
+	if len(cfg.SubURLs) > 0 {
+		r.Params["sub_urls"] = cfg.SubURLs
+	}
+	return r
 }
 
 func (r *Report) add(key, name, unit string, v float64, better int) {

@@ -49,6 +49,16 @@ type Config struct {
 	// AuthStats is the URL of an auth service's counters (bench/authsvc
 	// GET /stats), read before and after connect.
 	AuthStats string
+	// SubURLs are the URLs the subscriber workers connect to: worker i
+	// (of Procs) uses SubURLs[i mod len]; empty means URL. Publishers
+	// always connect to URL.
+	SubURLs []string
+	// CPUPids are the processes whose CPU is the broker's (the nodes of a
+	// cluster and its NATS server); empty means PID.
+	CPUPids []namedPID
+	// NATSStats is the URL of bench/natsd's GET /stats, read before and
+	// after the measured window of fanout and latency.
+	NATSStats string
 	// Spawn makes a child worker command (nil = this executable).
 	Spawn spawnFunc
 	// Log receives progress lines (nil = discard).
@@ -122,13 +132,22 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkSubURLs(); err != nil {
+		return nil, err
+	}
 	e := &env{cfg: cfg, pubW: newWorker(0, 1, d, cfg.Heartbeat)}
 	defer e.pubW.close()
 	if cfg.Procs <= 1 {
-		e.subs = []workerClient{localWorker{newWorker(0, 1, d, cfg.Heartbeat)}}
+		sd := d
+		if u := cfg.subURL(0); u != cfg.URL {
+			if sd, err = newDialer(u, cfg.Token, cfg.Tokens, cfg.SourceIP, cfg.Timeout); err != nil {
+				return nil, err
+			}
+		}
+		e.subs = []workerClient{localWorker{newWorker(0, 1, sd, cfg.Heartbeat)}}
 	} else {
 		for i := 0; i < cfg.Procs; i++ {
-			args := []string{"--url", cfg.URL, "--token", cfg.Token, "--tokens", fmt.Sprint(cfg.Tokens),
+			args := []string{"--url", cfg.subURL(i), "--token", cfg.Token, "--tokens", fmt.Sprint(cfg.Tokens),
 				"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i),
 				"--index", fmt.Sprint(i), "--procs", fmt.Sprint(cfg.Procs),
 				"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}

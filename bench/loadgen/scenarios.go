@@ -174,6 +174,15 @@ func (e *env) addClientCPU(prefix string, cpu0 int64, wall time.Duration) {
 }
 
 func (e *env) cpu() cpuTimes {
+	if len(e.cfg.CPUPids) > 0 {
+		var sum cpuTimes
+		for _, c := range e.cpuEach() {
+			sum.User += c.User
+			sum.System += c.System
+			sum.Sched += c.Sched
+		}
+		return sum
+	}
 	if e.cfg.PID <= 0 {
 		return cpuTimes{}
 	}
@@ -346,6 +355,12 @@ func (e *env) fanout(ctx context.Context) error {
 	if _, err := e.call(request{Op: "reset", Seqs: m}); err != nil {
 		return err
 	}
+	nats0, err := e.natsBefore()
+	if err != nil {
+		return err
+	}
+	each0 := e.cpuEach()
+	mach0 := sampleMachine()
 	cpu0, ccpu0 := e.cpu(), e.clientCPU()
 	t0 := time.Now().UnixNano()
 	if _, err := pubs[0].paced(ctx, 0, m, func(i int) (int, int64) { return 0, int64(i) }); err != nil {
@@ -354,7 +369,12 @@ func (e *env) fanout(ctx context.Context) error {
 	if _, err := e.waitDelivered(ctx, subs*int64(m), cfg.Timeout); err != nil {
 		return err
 	}
-	cpu1 := e.cpu()
+	cpu1, ccpu1, mach1 := e.cpu(), e.clientCPU(), sampleMachine()
+	each1 := e.cpuEach()
+	nats1, err := e.natsAfter()
+	if err != nil {
+		return err
+	}
 	st, err := e.call(request{Op: "stats"})
 	if err != nil {
 		return err
@@ -380,6 +400,12 @@ func (e *env) fanout(ctx context.Context) error {
 		}
 	}
 	e.addClientCPU("fanout", ccpu0, time.Duration(span))
+	e.addCPUWindow("fanout", each0, each1, span)
+	e.addMachineCPU("fanout", mach0, mach1, cpu1.sub(cpu0), ccpu1-ccpu0, span)
+	if err := e.addPerURL("fanout"); err != nil {
+		return err
+	}
+	e.addNATS("fanout", nats0, nats1, m)
 	e.addSubscriberHealth(st)
 	e.publisherErrors()
 	return nil
@@ -445,7 +471,13 @@ func (e *env) latency(ctx context.Context) error {
 	if _, err := e.call(request{Op: "reset", Seqs: m}); err != nil {
 		return err
 	}
-	cpu0 := e.cpu()
+	nats0, err := e.natsBefore()
+	if err != nil {
+		return err
+	}
+	each0 := e.cpuEach()
+	mach0 := sampleMachine()
+	cpu0, ccpu0 := e.cpu(), e.clientCPU()
 	t0 := time.Now()
 	sent, err := pubs[0].paced(ctx, cfg.Rate, m, func(i int) (int, int64) { return 0, int64(i) })
 	if err != nil {
@@ -455,7 +487,13 @@ func (e *env) latency(ctx context.Context) error {
 	if _, err := e.waitDelivered(ctx, subs*int64(sent), cfg.Timeout); err != nil {
 		return err
 	}
-	cpu1 := e.cpu()
+	cpu1, ccpu1, mach1 := e.cpu(), e.clientCPU(), sampleMachine()
+	wall := time.Since(t0)
+	each1 := e.cpuEach()
+	nats1, err := e.natsAfter()
+	if err != nil {
+		return err
+	}
 	st, err := e.call(request{Op: "stats"})
 	if err != nil {
 		return err
@@ -476,6 +514,13 @@ func (e *env) latency(ctx context.Context) error {
 		d := cpu1.sub(cpu0)
 		e.rep.add("latency_cpu_per_delivery", "broker CPU per delivery", "µs", float64(d.total())/1e3/float64(st.delivered), lower)
 	}
+	e.addClientCPU("latency", ccpu0, wall)
+	e.addCPUWindow("latency", each0, each1, wall.Nanoseconds())
+	e.addMachineCPU("latency", mach0, mach1, cpu1.sub(cpu0), ccpu1-ccpu0, wall.Nanoseconds())
+	if err := e.addPerURL("latency"); err != nil {
+		return err
+	}
+	e.addNATS("latency", nats0, nats1, sent)
 	e.addSubscriberHealth(st)
 	e.publisherErrors()
 	return nil

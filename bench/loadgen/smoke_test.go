@@ -349,3 +349,86 @@ func TestSmokeStorm(t *testing.T) {
 		}
 	}
 }
+
+// fakeNATS answers bench/natsd's GET /stats: nothing at the first read,
+// then m messages in from n1 and m out to n2 (one remote node).
+func fakeNATS(t *testing.T, m int) string {
+	t.Helper()
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		v := int64(m)
+		if calls.Add(1) == 1 {
+			v = 0
+		}
+		fmt.Fprintf(w, `{"in_msgs":%d,"out_msgs":%d,"conns":[{"cid":1,"name":"kraken n1","in_msgs":%d,"in_bytes":%d},{"cid":2,"name":"kraken n2","out_msgs":%d}]}`,
+			v, v, v, 200*v, v)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// The cluster case: subscribers over two URLs (here one broker under two
+// spellings), the CPU of named processes, and the NATS counts per publish.
+func TestSmokeCluster(t *testing.T) {
+	url := startBaseline(t)
+	urls := []string{url, url + "?node=2"}
+	pids := []namedPID{{"n1", os.Getpid()}}
+	r := run(t, Config{URL: url, Scenario: "fanout", N: 20, Procs: 2, Messages: 4, Spawn: testSpawn,
+		SubURLs: urls, CPUPids: pids, NATSStats: fakeNATS(t, 4)})
+	wantEq(t, r, "fanout_delivered", 80)
+	wantEq(t, r, "fanout_nats_remote_nodes", 1)
+	wantEq(t, r, "fanout_nats_in_per_publish", 1)
+	wantEq(t, r, "fanout_nats_out_per_publish", 1)
+	wantEq(t, r, "fanout_nats_out_n2", 1)
+	wantEq(t, r, "fanout_nats_in_n1", 1)
+	wantEq(t, r, "fanout_nats_bytes_per_msg", 200)
+	wantEq(t, r, "fanout_nats_out_remote_per_publish", 1)
+	wantEq(t, r, "fanout_nats_echo_per_publish", 0)
+	metric(t, r, "fanout_cores_n1")
+	wantPositive(t, r, "fanout_url2_last_max")
+	r = run(t, Config{URL: url, Scenario: "latency", N: 4, Procs: 2, Rate: 100, Duration: 200 * time.Millisecond,
+		Spawn: testSpawn, SubURLs: urls, CPUPids: pids, NATSStats: fakeNATS(t, 20)})
+	wantEq(t, r, "latency_lost", 0)
+	wantEq(t, r, "latency_nats_out_per_publish", 1)
+	metric(t, r, "latency_cores_n1")
+	wantPositive(t, r, "latency_url1_last_p99")
+	wantPositive(t, r, "latency_url2_all_p50")
+	if _, err := Run(context.Background(), Config{URL: url, Scenario: "fanout", Procs: 3, SubURLs: urls}); err == nil {
+		t.Error("3 processes over 2 URLs: no error")
+	}
+}
+
+func TestParsePIDs(t *testing.T) {
+	p, err := parsePIDs("n1=10, nats=20")
+	if err != nil || len(p) != 2 || p[1] != (namedPID{"nats", 20}) {
+		t.Errorf("parsePIDs = %v, %v", p, err)
+	}
+	for _, bad := range []string{"n1", "=3", "n1=x", "n1=0"} {
+		if _, err := parsePIDs(bad); err == nil {
+			t.Errorf("parsePIDs(%q): no error", bad)
+		}
+	}
+	c := Config{URL: "a", SubURLs: []string{"a", "b", "c"}}
+	if n := c.remoteNodes(); n != 2 {
+		t.Errorf("remote nodes %d, want 2", n)
+	}
+	if n := (&Config{URL: "a"}).remoteNodes(); n != 0 {
+		t.Errorf("remote nodes without --urls %d, want 0", n)
+	}
+}
+
+func TestQuietRuns(t *testing.T) {
+	mk := func(other, steal float64) *Report {
+		r := &Report{Scenario: "fanout"}
+		r.add("fanout_other_cores", "", "cores", other, 0)
+		r.add("fanout_steal_cores", "", "cores", steal, 0)
+		return r
+	}
+	rs := []*Report{mk(0, 0.05), mk(0.1, 0.5), mk(0.02, 0), {Scenario: "fanout"}}
+	if kept, left := quietRuns(rs, 0.1); len(kept) != 3 || left != 1 || kept[1] != rs[2] {
+		t.Errorf("quietRuns(0.1) kept %d, left %d", len(kept), left)
+	}
+	if kept, left := quietRuns(rs, 0); len(kept) != 4 || left != 0 {
+		t.Errorf("quietRuns(0) kept %d, left %d", len(kept), left)
+	}
+}
