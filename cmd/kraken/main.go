@@ -16,8 +16,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/NoLagApp/kraken/pkg/config"
 )
@@ -43,8 +45,9 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			fmt.Fprint(stderr, commandsUsage)
 			args = []string{"-h"}
 		case "print-env":
-			printEnv(stdout)
-			return exitOK
+			return runPrintEnv(args[1:], lookup, stdout, stderr)
+		case "check-config":
+			return runCheckConfig(args[1:], lookup, stdout, stderr)
 		case "serve":
 			args = args[1:]
 		case "pub":
@@ -57,19 +60,22 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			return runHealth(args[1:], lookup, stdout, stderr)
 		}
 	}
+	if rest, ok := testFlag(args); ok { // kraken -t, as nats-server -t
+		return runCheckConfig(rest, lookup, stdout, stderr)
+	}
 	cfg, err := config.Load(args, lookup, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "kraken: invalid configuration:\n%v\n", err)
+		// In the log format, with what LOG_FORMAT and LOG_LEVEL could be read.
+		log := newLogger(cfg, stderr)
+		log.Error("invalid configuration; kraken check-config reports every problem",
+			zap.Strings("problems", problems(err)))
+		_ = log.Sync()
 		return exitConfig
 	}
-	log, err := newLogger(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "kraken: %v\n", err)
-		return exitConfig
-	}
+	log := newLogger(cfg, stderr)
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -87,7 +93,8 @@ const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the defau
        kraken sub TOPIC...        print the messages of topics (kraken sub -h)
        kraken presence ROOM       show who is in a room (kraken presence -h)
        kraken health              check a running broker's /health (kraken health -h)
-       kraken print-env           print every setting with its default, as NAME=value
+       kraken check-config        check the settings and the token file; exit 0 or 2 (also kraken -t)
+       kraken print-env           print every setting's effective value as NAME=value, secrets masked
        kraken version             print the version
 
 `
@@ -95,22 +102,54 @@ const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the defau
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func printEnv(w io.Writer) {
-	for _, v := range config.Vars() {
-		fmt.Fprintf(w, "%s=%s\n", v.Env, v.Default)
-	}
-}
-
-func newLogger(cfg config.Config) (*zap.Logger, error) {
+// newLogger builds the process's logger on w (stderr): JSON lines, or the
+// console format with LOG_FORMAT=console, at LOG_LEVEL, with ISO-8601
+// timestamps. A format or level that cfg does not hold validly (a
+// configuration that failed to load) falls back to json and info, so even
+// that failure is reported in the format of every other line.
+func newLogger(cfg config.Config, w io.Writer) *zap.Logger {
 	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
 	if err != nil {
-		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
+		level = zap.NewAtomicLevelAt(zap.InfoLevel)
 	}
 	zc := zap.NewProductionConfig()
 	if cfg.LogFormat == "console" {
 		zc = zap.NewDevelopmentConfig()
 	}
-	zc.Level = level
-	zc.DisableStacktrace = true
-	return zc.Build()
+	ec := zc.EncoderConfig
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc := zapcore.NewJSONEncoder(ec)
+	if cfg.LogFormat == "console" {
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)
+	if zc.Sampling != nil {
+		core = zapcore.NewSamplerWithOptions(core, time.Second, zc.Sampling.Initial, zc.Sampling.Thereafter)
+	}
+	opts := []zap.Option{zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))}
+	if zc.Development {
+		opts = append(opts, zap.Development(), zap.AddCaller())
+	} else {
+		opts = append(opts, zap.AddCaller())
+	}
+	return zap.New(core, opts...)
+}
+
+// startFailed logs a fatal start-up error in the log format and returns
+// code, the exit status.
+func startFailed(log *zap.Logger, err error, code int) int {
+	log.WithOptions(zap.AddCallerSkip(1)).Error("kraken cannot start", zap.Error(err))
+	return code
+}
+
+// problems splits a joined error (config.Load's) into its messages.
+func problems(err error) []string {
+	var out []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, problems(e)...)
+		}
+		return out
+	}
+	return []string{err.Error()}
 }

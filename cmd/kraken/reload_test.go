@@ -137,9 +137,9 @@ func checkField(t *testing.T, line map[string]any, key string, want any) {
 
 // TestServeSIGHUPReloadsTokenFile: SIGHUP loads an edited token file at once
 // through the watcher's path (a new token authenticates, a revoked actor's
-// live connection is closed with 4001), logs the reload with the path and
-// the token count, and does not end the process; SIGTERM afterwards still
-// closes the connections and exits with status 0.
+// live connection is closed with 4001), logs the reload in one line with
+// the path, the token count and the trigger, and does not end the process;
+// SIGTERM afterwards still closes the connections and exits with status 0.
 func TestServeSIGHUPReloadsTokenFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "auth.json")
 	writeTokenFile(t, path, hupAliceBob)
@@ -154,10 +154,11 @@ func TestServeSIGHUPReloadsTokenFile(t *testing.T) {
 
 	writeTokenFile(t, path, hupEdited) // same size and mtime: the watcher cannot see it
 	b.sighup(t)
-	line := b.waitLogs(t, "token file reloaded on SIGHUP", 1)[0]
+	line := b.waitLogs(t, "Reloaded auth file "+path+": 3 tokens", 1)[0]
 	checkField(t, line, "level", "info")
 	checkField(t, line, "path", path)
 	checkField(t, line, "tokens", 3)
+	checkField(t, line, "trigger", "sighup")
 	b.expectRunning(t)
 
 	carol := testpeer.Dial(t, b.addr)
@@ -187,9 +188,10 @@ func TestServeSIGHUPReloadsTokenFile(t *testing.T) {
 }
 
 // TestServeSIGHUPBrokenTokenFileKeepsTokens: SIGHUP with an unparsable file
-// logs "Failed to parse auth file <path>: <reason>" at error level, keeps
-// the last valid tokens for new and live connections and keeps running
-// (D-1); a later SIGHUP with a fixed file loads it.
+// logs one line, "Failed to parse auth file <path>: <reason>" at error
+// level with the trigger and the count of the tokens kept, keeps the last
+// valid tokens for new and live connections and keeps running (D-1); a
+// later SIGHUP with a fixed file loads it.
 func TestServeSIGHUPBrokenTokenFileKeepsTokens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "auth.json")
 	writeTokenFile(t, path, hupAliceBob)
@@ -204,10 +206,9 @@ func TestServeSIGHUPBrokenTokenFileKeepsTokens(t *testing.T) {
 	if msg := failed["msg"].(string); !strings.Contains(msg, "line 2, column 14") {
 		t.Errorf("parse failure %q does not give the position, line 2, column 14", msg)
 	}
-	kept := b.waitLogs(t, "token file not reloaded on SIGHUP", 1)[0]
-	checkField(t, kept, "level", "warn")
-	checkField(t, kept, "path", path)
-	checkField(t, kept, "tokens", 2)
+	checkField(t, failed, "path", path)
+	checkField(t, failed, "tokens", 2) // kept
+	checkField(t, failed, "trigger", "sighup")
 	b.expectRunning(t)
 
 	bob := testpeer.Dial(t, b.addr)
@@ -218,10 +219,13 @@ func TestServeSIGHUPBrokenTokenFileKeepsTokens(t *testing.T) {
 	if n := len(b.logLines("Reloaded auth file ")); n != 0 {
 		t.Errorf("%d reloads, want 0\n%s", n, b.stderr)
 	}
+	if n := len(b.logLines("Failed to parse auth file ")) + len(b.logLines("token file not reloaded")); n != 1 {
+		t.Errorf("%d lines about the failed reload, want 1\n%s", n, b.stderr)
+	}
 
 	writeTokenFile(t, path, hupEdited)
 	b.sighup(t)
-	checkField(t, b.waitLogs(t, "token file reloaded on SIGHUP", 1)[0], "tokens", 3)
+	checkField(t, b.waitLogs(t, "Reloaded auth file ", 1)[0], "tokens", 3)
 	carol := testpeer.Dial(t, b.addr)
 	carol.Auth("tok-carol")
 	b.expectRunning(t)

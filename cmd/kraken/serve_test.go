@@ -98,7 +98,7 @@ func startBroker(t *testing.T, shell string, env ...string) *broker {
 		cmd = exec.Command(bin)
 	}
 	cmd.Env = append(os.Environ(), append([]string{"WS_HOST=127.0.0.1", "WS_PORT=" + port,
-		"AUTH_FILE=../../examples/auth.json", "LOG_LEVEL=info"}, env...)...)
+		"AUTH_FILE=../../examples/auth.json", "LOG_LEVEL=info", "ADMIN_ADDR=off"}, env...)...)
 	b := &broker{cmd: cmd, addr: "127.0.0.1:" + port, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = b.stderr, b.stderr
 	if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,12 @@ type Config struct {
 	// MQTTPort is the MQTT ingress port (MQTT_PORT, 1883, protocol.md §9);
 	// reserved: MQTT ingress is not built yet.
 	MQTTPort int
+	// AdminAddr is the admin listener's host:port (ADMIN_ADDR,
+	// "127.0.0.1:9469"): /metrics, /ready, /health and /debug/pprof over
+	// net/http, apart from the WebSocket port. "off" disables it. 9469 is
+	// in Prometheus' exporter range and clashes with no common exporter
+	// (docs/operations.md).
+	AdminAddr string
 	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"): the
 	// token file, or "http", the user's auth service (protocol.md §5.1).
 	AuthBackend string
@@ -247,6 +254,10 @@ func (c Config) problems() []error {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"OUTBOUND_MAX_BYTES=%d: must be at least MAX_FRAME_SIZE (%d)", c.OutboundMaxBytes, c.MaxFrameSize)})
 	}
+	if ok("ADMIN_ADDR", "WS_PORT", "WS_HOST") && c.adminClashes() {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf(
+			"ADMIN_ADDR=%s: the port is WS_PORT's (%d); give the admin listener a port of its own, or off", c.AdminAddr, c.WSPort)})
+	}
 	if ok("AUTH_BACKEND") && c.AuthBackend == "static" && !c.AuthAllowAll && c.AuthFile == "" {
 		errs = append(errs, &fieldError{msg: "AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"})
 	}
@@ -264,6 +275,18 @@ func (c Config) problems() []error {
 		}
 	}
 	return errs
+}
+
+// adminClashes reports an admin listener on the WebSocket port of an
+// address the WebSocket listener also holds.
+func (c Config) adminClashes() bool {
+	if c.AdminAddr == AddrOff || c.WSPort == 0 {
+		return false
+	}
+	host, _, _ := net.SplitHostPort(c.AdminAddr)
+	port, _ := splitAddr(c.AdminAddr)
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return port == c.WSPort && (wildcard(host) || wildcard(c.Host) || host == c.Host)
 }
 
 // checkBaseURL reports a base URL that is missing, or not an absolute

@@ -20,7 +20,7 @@ func env(pairs ...string) func(string) (string, bool) {
 
 func TestDefaults(t *testing.T) {
 	want := Config{
-		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883,
+		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883, AdminAddr: "127.0.0.1:9469",
 		AuthBackend: "static", AuthHTTPMaxInFlight: 64, ControlBackend: "noop", WebhookQueueSize: 10000, WebhookWorkers: 16, AuthFile: "examples/auth.json", AuthAllowAll: false,
 		BrokerBackend: "local", StoreBackend: "memory", RecordMessages: true,
 		MaxMessageSize: 921600, MaxFrameSize: 1048576,
@@ -53,6 +53,8 @@ func TestEveryVariableParses(t *testing.T) {
 		{"WS_PORT", "9000", func(c Config) bool { return c.WSPort == 9000 }},
 		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
 		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
+		{"ADMIN_ADDR", "0.0.0.0:9469", func(c Config) bool { return c.AdminAddr == "0.0.0.0:9469" }},
+		{"ADMIN_ADDR", "off", func(c Config) bool { return c.AdminAddr == "off" }},
 		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},
 		{"AUTH_HTTP_URL", "https://auth.example/v1/kraken", func(c Config) bool { return c.AuthHTTPURL == "https://auth.example/v1/kraken" }},
 		{"AUTH_HTTP_INSECURE_SKIP_VERIFY", "true", func(c Config) bool { return c.AuthHTTPInsecureSkipVerify }},

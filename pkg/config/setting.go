@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ type setting struct {
 	// check reports a range or choice problem of the value in c, naming the
 	// variable; nil means the value is always acceptable.
 	check func(c *Config) error
+	// get renders the value in c as it would be written in the
+	// environment (Config.Values, print-env).
+	get func(c *Config) string
 	// isBool makes the flag usable bare (--auth-allow-all).
 	isBool bool
 }
@@ -73,6 +77,7 @@ func intSetting(env, def, help string, field func(*Config) *int, lo, hi int) set
 		*field(c) = int(n)
 		return nil
 	}
+	s.get = func(c *Config) string { return strconv.Itoa(*field(c)) }
 	s.check = func(c *Config) error {
 		n := *field(c)
 		if p := rangeProblem(int64(n), int64(lo), int64(hi)); p != "" {
@@ -115,6 +120,7 @@ func secondsSetting(env, def, help string, field func(*Config) *time.Duration, l
 		*field(c) = time.Duration(n) * time.Second
 		return nil
 	}
+	s.get = func(c *Config) string { return strconv.FormatInt(int64(*field(c)/time.Second), 10) }
 	s.check = func(c *Config) error {
 		d := *field(c)
 		if d < time.Duration(lo)*time.Second {
@@ -136,6 +142,14 @@ func stringSetting(env, def, help string, field func(*Config) *string, emptyIsDe
 		*field(c) = v
 		return nil
 	}
+	s.get = func(c *Config) string { return *field(c) }
+	return s
+}
+
+// secretSetting is a stringSetting whose value print-env masks.
+func secretSetting(env, help string, field func(*Config) *string) setting {
+	s := stringSetting(env, "", help, field, false)
+	s.Secret = true
 	return s
 }
 
@@ -156,6 +170,7 @@ func boolSetting(env, def, help string, field func(*Config) *bool) setting {
 		}
 		return nil
 	}
+	s.get = func(c *Config) string { return strconv.FormatBool(*field(c)) }
 	s.isBool = true
 	return s
 }
@@ -173,6 +188,7 @@ func choiceSetting(env, def, help string, field func(*Config) *string, choices [
 		*field(c) = v
 		return nil
 	}
+	s.get = func(c *Config) string { return *field(c) }
 	s.check = func(c *Config) error {
 		v := *field(c)
 		for _, ch := range choices {
@@ -189,4 +205,34 @@ func choiceSetting(env, def, help string, field func(*Config) *string, choices [
 		return &fieldError{msg: fmt.Sprintf("%s=%q: unknown value (want %s)", env, v, strings.Join(want, ", "))}
 	}
 	return s
+}
+
+// addrSetting is a listen address host:port (host may be empty: every
+// interface), or "off".
+func addrSetting(env, def, help string, field func(*Config) *string) setting {
+	s := stringSetting(env, def, help, field, true)
+	s.check = func(c *Config) error {
+		v := *field(c)
+		if v == AddrOff {
+			return nil
+		}
+		if _, err := splitAddr(v); err != "" {
+			return &fieldError{msg: fmt.Sprintf("%s=%q: %s (want host:port, e.g. 127.0.0.1:9469, or off)", env, v, err)}
+		}
+		return nil
+	}
+	return s
+}
+
+// splitAddr returns the port of host:port, or why v is not one.
+func splitAddr(v string) (int, string) {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return 0, "not host:port"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return 0, "the port must be 0 to 65535"
+	}
+	return n, ""
 }

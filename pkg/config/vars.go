@@ -16,7 +16,38 @@ type Var struct {
 	Default string
 	// Help is a one-line description with the unit.
 	Help string
+	// Secret marks a value that print-env masks (BACKEND_SECRET,
+	// INTERNAL_SECRET).
+	Secret bool
 }
+
+// Value is one setting's effective value in a Config, as it would be
+// written in the environment.
+type Value struct {
+	Var
+	Value string
+}
+
+// Shown is the value as print-env prints it: a set secret is masked.
+func (v Value) Shown() string {
+	if v.Secret && v.Value != "" {
+		return "********"
+	}
+	return v.Value
+}
+
+// Values returns every setting of c in table order, with its effective
+// value (defaults, environment and flags applied, as Load built c).
+func (c Config) Values() []Value {
+	out := make([]Value, len(settings))
+	for i, s := range settings {
+		out[i] = Value{Var: s.Var, Value: s.get(&c)}
+	}
+	return out
+}
+
+// AddrOff disables a listener whose address setting takes it (ADMIN_ADDR).
+const AddrOff = "off"
 
 // Vars returns every setting in table order. The slice is a copy.
 func Vars() []Var {
@@ -46,6 +77,8 @@ var settings = []setting{
 		func(c *Config) *int { return &c.WSPort }, 0, 65535),
 	intSetting("MQTT_PORT", "1883", "MQTT ingress port (reserved: MQTT ingress is not built yet)",
 		func(c *Config) *int { return &c.MQTTPort }, 0, 65535),
+	addrSetting("ADMIN_ADDR", "127.0.0.1:9469", "admin listener (/metrics, /ready, /debug/pprof) as host:port, or off",
+		func(c *Config) *string { return &c.AdminAddr }),
 	choiceSetting("AUTH_BACKEND", "static", "auth backend: static (the token file) or http (your auth service)",
 		func(c *Config) *string { return &c.AuthBackend }, []string{"static", "http"}, nil),
 	stringSetting("AUTH_HTTP_URL", "", "base URL of the HTTP auth service (AUTH_BACKEND=http); its path is kept",
@@ -54,14 +87,14 @@ var settings = []setting{
 		func(c *Config) *bool { return &c.AuthHTTPInsecureSkipVerify }),
 	intSetting("AUTH_HTTP_MAX_IN_FLIGHT", "64", "concurrent calls to the HTTP auth service; more wait for a slot",
 		func(c *Config) *int { return &c.AuthHTTPMaxInFlight }, 1, 4096),
-	stringSetting("BACKEND_SECRET", "", "bearer secret sent to the auth and control services",
-		func(c *Config) *string { return &c.BackendSecret }, false),
+	secretSetting("BACKEND_SECRET", "bearer secret sent to the auth and control services",
+		func(c *Config) *string { return &c.BackendSecret }),
 	choiceSetting("CONTROL_BACKEND", "noop", "control plane: noop or http (usage, subscriptions, webhook failures, blocked projects)",
 		func(c *Config) *string { return &c.ControlBackend }, []string{"noop", "http"}, nil),
 	stringSetting("CONTROL_HTTP_URL", "", "base URL of the HTTP control service (CONTROL_BACKEND=http); its path is kept",
 		func(c *Config) *string { return &c.ControlHTTPURL }, false),
-	stringSetting("INTERNAL_SECRET", "", "bearer secret of POST /internal/publish; unset or change_me keeps it disabled",
-		func(c *Config) *string { return &c.InternalSecret }, false),
+	secretSetting("INTERNAL_SECRET", "bearer secret of POST /internal/publish; unset or change_me keeps it disabled",
+		func(c *Config) *string { return &c.InternalSecret }),
 	intSetting("WEBHOOK_QUEUE_SIZE", "10000", "customer webhooks waiting to be sent; more are dropped and counted",
 		func(c *Config) *int { return &c.WebhookQueueSize }, 1, maxCount),
 	intSetting("WEBHOOK_WORKERS", "16", "concurrent customer webhook senders",

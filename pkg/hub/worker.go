@@ -24,6 +24,12 @@ type worker struct {
 	grp   groups
 
 	deliveries atomic.Uint64 // written by this worker only
+	// bytesOut counts the bytes of those deliveries, per publication; a
+	// plain field owned by the worker, so counting costs no atomic. Scrapes
+	// read it on the worker (WorkerStats), which copies it to
+	// bytesReported for workers that do not answer a later one in time.
+	bytesOut      uint64
+	bytesReported atomic.Uint64
 
 	forceRevalidate bool
 	touched         []*Conn // connections written during the current batch
@@ -122,7 +128,11 @@ func (w *worker) handle(o *op) {
 		w.unsubscribe(o.c, o.pattern)
 		w.reply(o.c, o.reply)
 	case opPublish:
+		// Bytes are counted once per publication, not per delivery: the
+		// shared frame's size times the deliveries it made here.
+		before := w.deliveries.Load()
 		w.fanOut(o.pub)
+		w.bytesOut += (w.deliveries.Load() - before) * uint64(len(o.pub.Frame))
 	case opClose:
 		o.c.closeWith(o.close)
 	case opSetFilters:

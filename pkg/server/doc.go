@@ -1,5 +1,5 @@
 // Package server is the reactor: a cloudwego/netpoll event loop that accepts
-// TCP connections, answers plain HTTP (/health, errors), upgrades /ws to
+// TCP connections, answers plain HTTP (/health, /ready, errors), upgrades /ws to
 // WebSocket with gobwas/ws, parses RFC 6455 frames incrementally, runs the
 // kraken session protocol (auth, subscribe, publish...) and hands the
 // resulting work to the hub's fixed worker pool.
@@ -29,4 +29,14 @@
 // so the reader-side state (partial bytes, fragments, rate windows) needs no
 // lock. Everything written to the socket goes through hub.Conn's outbound
 // queue.
+//
+// # What it counts and logs
+//
+// stats.go holds the counters pkg/metrics reads (Server.Stats): plain
+// atomics in fixed arrays indexed by small enums (Refusal, AuthOutcome,
+// Handshake, Source, Transport), touched per request or per publish, never
+// per delivery. Every refusal is logged with its reason code, the
+// connection id, the peer's address and the actor: the first of a kind on a
+// connection at info, the rest at debug. Server.NotReady is the readiness
+// answer of /ready.
 package server

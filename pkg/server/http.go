@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gobwas/ws"
+	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
@@ -25,20 +26,20 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	end := bytes.Index(b, crlfcrlf)
 	if end < 0 {
 		if len(b) > s.cfg.MaxHeaderBytes {
-			s.httpError(st, 431, "request header too large")
+			s.rejectRequest(st, 431, "request header too large")
 		}
 		st.need = 0
 		return 0
 	}
 	req := b[:end+4]
 	if len(req) > s.cfg.MaxHeaderBytes {
-		s.httpError(st, 431, "request header too large")
+		s.rejectRequest(st, 431, "request header too large")
 		return len(req)
 	}
 	line := req[:bytes.IndexByte(req, '\n')+1]
 	parts := bytes.Fields(line)
 	if len(parts) != 3 || !bytes.HasPrefix(parts[2], []byte("HTTP/")) {
-		s.httpError(st, 400, "malformed request line")
+		s.rejectRequest(st, 400, "malformed request line")
 		return len(req)
 	}
 	path := parts[1]
@@ -48,17 +49,25 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	switch string(path) {
 	case internalPublishPath:
 		n := s.internalPublish(st, parts[0], req, b[len(req):])
+		if n >= 0 {
+			s.obs.handshakes[HandshakeInternal].Add(1)
+		}
 		if n < 0 {
 			st.need = int32(len(req) + int(contentLengthOr0(req)))
 			return 0
 		}
 		return len(req) + n
 	case "/health":
+		s.obs.handshakes[HandshakeHealth].Add(1)
 		st.write(healthResponse)
 		s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
+	case "/ready":
+		s.obs.handshakes[HandshakeReady].Add(1)
+		s.ready(st)
 	case "/ws":
 		s.upgrade(st, req)
 	default:
+		s.obs.handshakes[HandshakeNotFound].Add(1)
 		s.httpError(st, 404, "not found: the WebSocket endpoint is /ws")
 	}
 	return len(req)
@@ -83,6 +92,19 @@ func (s *Server) upgrade(st *connState, req []byte) {
 	}
 	st.write(resp.Bytes())
 	st.c.SetPhase(hub.PhaseOpen)
+	s.opened(st) // counted and logged (stats.go)
+}
+
+// ready answers GET /ready: 200 {"status":"ready"}, or 503 with the names
+// of the failing checks (Server.NotReady; the reasons are on the admin
+// listener only). /health stays the liveness answer.
+func (s *Server) ready(st *connState) {
+	failing := s.NotReady()
+	status := http.StatusOK
+	if len(failing) > 0 {
+		status = http.StatusServiceUnavailable
+	}
+	s.httpAnswer(st, status, "application/json", "Cache-Control: no-store\r\n", ReadyJSON(failing, false))
 }
 
 // refuseUpgrade answers a refused upgrade with the status gobwas chose (400
@@ -92,6 +114,10 @@ func (s *Server) upgrade(st *connState, req []byte) {
 // Sec-WebSocket-Version: 13 when the version is missing or unsupported, RFC
 // 6455 §4.2.2, §4.4), and closes.
 func (s *Server) refuseUpgrade(st *connState, err error) {
+	s.obs.handshakes[HandshakeRejected].Add(1)
+	if ce := s.log.Check(zap.DebugLevel, "upgrade refused"); ce != nil {
+		ce.Write(connFields(st.c, zap.Error(err))...)
+	}
 	status, header := http.StatusBadRequest, ""
 	var rej *ws.ConnectionRejectedError
 	if errors.As(err, &rej) && rej.StatusCode() != 0 {
@@ -117,6 +143,16 @@ func secKeyValid(req []byte) bool {
 	}
 	n, err := base64.StdEncoding.Decode(raw[:], key)
 	return err == nil && n == 16
+}
+
+// rejectRequest answers a malformed or oversized request (counted as a
+// rejected handshake) and closes.
+func (s *Server) rejectRequest(st *connState, status int, reason string) {
+	s.obs.handshakes[HandshakeRejected].Add(1)
+	if ce := s.log.Check(zap.DebugLevel, "request refused"); ce != nil {
+		ce.Write(connFields(st.c, zap.Int("status", status), zap.String("reason", reason))...)
+	}
+	s.httpError(st, status, reason)
 }
 
 // httpError answers a plain HTTP error with a one-line reason and closes.

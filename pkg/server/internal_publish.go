@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/topic"
@@ -68,6 +69,9 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	body := rest[:n]
 	want := "Bearer " + s.cfg.InternalSecret
 	if subtle.ConstantTimeCompare(headerValue(head, "Authorization"), []byte(want)) != 1 {
+		// Logged at info: a wrong secret is worth seeing (never the header).
+		s.log.Info("internal publish refused", connFields(st.c, zap.Int("status", 401),
+			zap.String("reason", "unauthorized"))...)
 		s.httpJSON(st, 401, `{"error":"unauthorized"}`)
 		return n
 	}
@@ -103,6 +107,7 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	}
 	encodeFrame(p)
 	s.hub.Publish(p)
+	s.obs.accepted(SourceInternal, len(data))
 	if err := s.toBroker(p, p.Msg.Timestamp); err != nil {
 		s.httpJSON(st, 502, `{"error":"broker_unavailable"}`)
 		return n

@@ -48,6 +48,7 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		return nil
 	}
 	n = min(n, readChunk)
+	s.obs.bytesIn.Add(uint64(n))
 	now := time.Now().UnixNano()
 	var buf []byte
 	fromPartial := len(st.partial) > 0

@@ -153,6 +153,7 @@ type Server struct {
 	// remoteDropped counts messages from other nodes dropped while the
 	// workers were behind.
 	remoteDropped atomic.Uint64
+	obs           instruments // counters for /metrics and readiness checks (stats.go)
 	served        chan error
 	stopOnce      sync.Once
 }
@@ -271,7 +272,5 @@ func (s *Server) connClosed(c *hub.Conn) {
 	if c.Phase() == hub.PhaseAuthed {
 		s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Disconnect(c)) })
 	}
-	if ce := s.log.Check(zap.DebugLevel, "connection closed"); ce != nil {
-		ce.Write(zap.Uint64("conn_id", c.ID), zap.Stringer("reason", c.CloseReason()))
-	}
+	s.closed(c) // counted and logged (stats.go)
 }

@@ -21,12 +21,13 @@ const authTimeout = 5 * time.Second
 
 // authenticate handles the first `auth` frame (protocol.md §2.1–§2.4).
 func (s *Server) authenticate(st *connState, cmd *wire.Command) {
-	g, reason := s.validate(cmd)
+	g, reason, err := s.validate(cmd)
 	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
 		!s.orgs.reserve(g.OrganizationID, g.MaxConnections) {
 		reason = wire.ErrConnectionLimitReached
 	}
 	if reason != "" {
+		s.refusedAuth(st, reason, err) // counted and logged once (stats.go)
 		st.write(frame(wire.AppendAuthFailed(nil, reason)))
 		st.failures++
 		if int(st.failures) >= s.cfg.MaxAuthFailures {
@@ -41,6 +42,8 @@ func (s *Server) authenticate(st *connState, cmd *wire.Command) {
 	}
 	st.c.SetSession(sess)
 	st.c.SetPhase(hub.PhaseAuthed)
+	s.obs.auth[AuthOK].Add(1)
+	s.obs.authed.Add(1) // after the phase: see Server.closed
 	var specs []*hub.SubSpec
 	restored := []wire.Restored{}
 	if cmd.Reconnect {
@@ -57,31 +60,31 @@ func (s *Server) authenticate(st *connState, cmd *wire.Command) {
 		s.hub.Subscribe(st.c, spec)
 	}
 	if ce := s.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
-		ce.Write(zap.Uint64("conn_id", st.c.ID), zap.String("actor_token_id", g.ActorTokenID),
-			zap.Int("protocol_version", version))
+		ce.Write(connFields(st.c, zap.Int("protocol_version", version))...)
 	}
 }
 
 // validate asks the auth backend about the token; reason is "" on success,
-// else the `error` of the auth reply (protocol.md §2.4, OQ-29).
-func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string) {
+// else the `error` of the auth reply (protocol.md §2.4, OQ-29), with the
+// backend's error when it failed (logged once by the caller).
+func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string, error) {
 	if !cmd.TokenIsString {
-		return nil, wire.ErrAccessDenied
+		return nil, wire.ErrAccessDenied, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
 	defer cancel()
+	began := time.Now()
 	g, err := s.cfg.Auth.Validate(ctx, cmd.Token)
+	s.obs.authLatency.observe(time.Since(began))
 	switch {
 	case err == nil && g != nil:
-		return g, ""
+		return g, "", nil
 	case errors.Is(err, auth.ErrDenied):
-		return nil, wire.ErrAccessDenied
+		return nil, wire.ErrAccessDenied, nil
 	case errors.Is(err, auth.ErrUnavailable):
-		s.log.Warn("token validation failed: auth service unavailable", zap.Error(err))
-		return nil, wire.ErrConnectionFailed
+		return nil, wire.ErrConnectionFailed, err
 	default:
-		s.log.Warn("token validation failed", zap.Error(err))
-		return nil, wire.ErrAuthenticationFailed
+		return nil, wire.ErrAuthenticationFailed, err
 	}
 }
 

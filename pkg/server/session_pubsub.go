@@ -33,7 +33,7 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 	sess := st.c.Session()
 	g := grantOf(sess)
 	if err := topic.ValidateSubscribe(cmd.Topic); err != nil {
-		s.answerError(st, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
+		s.refuseSubscribe(st, RefuseInvalidTopic, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
 		return
 	}
 	spec, res, d := s.resolveSub(g, cmd.Topic)
@@ -45,12 +45,12 @@ func (s *Server) subscribe(st *connState, cmd *wire.Command) {
 		}
 	}
 	if d != acl.Allowed {
-		s.answerError(st, unknownTopicError(st.c.Session(), cmd.Topic, d.Hint(acl.OpSubscribe), ""))
+		s.refuseSubscribe(st, RefuseGrant, unknownTopicError(st.c.Session(), cmd.Topic, d.Hint(acl.OpSubscribe), ""))
 		return
 	}
 	filters, errStr := cmd.Filters.Normalize()
 	if errStr != "" {
-		s.answerError(st, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		s.refuseSubscribe(st, RefuseInvalidFilter, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
 		return
 	}
 	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
@@ -194,6 +194,7 @@ func (s *Server) publish(st *connState, cmd *wire.Command) {
 		st.write(frame(wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)))
 	}
 	s.hub.Publish(p)
+	s.obs.accepted(SourceClient, len(data))
 	_ = s.toBroker(p, p.Msg.Timestamp) // logged; the local delivery stands
 	s.afterPublish(g, res, cmd.Topic, eff, data)
 }
@@ -207,6 +208,7 @@ const detailBusy = "the broker is busy: retry later"
 // always answered, one without answers nothing and shares the error budget
 // (OQ-67, amended).
 func (s *Server) publishError(st *connState, e *wire.Error) {
+	s.refusedPublish(st, e) // counted and logged (stats.go)
 	if e.MsgRef != "" {
 		s.answerError(st, e)
 		return

@@ -25,6 +25,7 @@ type connState struct {
 	wrote       bool   // replies were queued during this OnRequest
 	msgDone     bool   // a data message completed during this OnRequest
 	failures    uint8  // failed auth attempts (OQ-65)
+	logged      uint16 // refusal kinds already logged at info (stats.go logRefusal)
 }
 
 // window moves the rate and error windows to the wall-clock second sec

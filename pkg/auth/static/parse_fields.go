@@ -30,6 +30,9 @@ func (d entryDecoder) rules(m map[string]any) acl.Rules {
 			// Any other value grants nothing (protocol.md §4.1).
 			Permission: acl.ParsePermission(d.str(r, "permission")),
 		}
+		if p, _ := r["permission"].(string); p != "" && rule.Permission == acl.PermNone {
+			d.warn("allowedTopics[%d] permission %q is not subscribe, publish or pubSub; the rule grants nothing", i, p)
+		}
 		out = append(out, rule)
 	}
 	return out

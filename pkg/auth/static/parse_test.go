@@ -63,6 +63,7 @@ func TestEntryFields(t *testing.T) {
 				{Pattern: "s", Permission: acl.PermSubscribe}, {Pattern: "b", Permission: acl.PermPubSub},
 				{Pattern: "n", Permission: acl.PermNone}, {Pattern: "m", Permission: acl.PermNone},
 			}},
+			wantWarn: `allowedTopics[2] permission "PubSub" is not subscribe, publish or pubSub; the rule grants nothing`,
 		},
 		{
 			name: "empty actorType defaults to user and null scope",

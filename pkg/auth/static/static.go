@@ -51,6 +51,9 @@ type Stats struct {
 	ReloadFailures uint64
 	// Tokens is the number of usable tokens in the current set.
 	Tokens int
+	// Failing reports that the last reload failed: the tokens in force are
+	// those of an earlier version of the file (LastError says why).
+	Failing bool
 }
 
 // Static is the token-file backend of protocol.md §4.1 with the reload
@@ -71,6 +74,7 @@ type Static struct {
 
 	reloads  atomic.Uint64
 	failures atomic.Uint64
+	lastErr  atomic.Pointer[error] // of the last reload; nil after a success
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -101,7 +105,7 @@ func New(cfg Config) (*Static, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	set, stamp, err := s.load(false)
+	set, stamp, err := s.load("")
 	if err != nil {
 		return nil, err
 	}
@@ -142,28 +146,36 @@ func (s *Static) OnChange(f func()) {
 	s.callbacks = append(s.callbacks, f)
 }
 
-// Reload re-reads the token file now; the watcher calls it when the file
-// changes, and it is exported for SIGHUP handling and tests.
+// Reload re-reads the token file now, as ReloadFor("reload").
+func (s *Static) Reload() error { return s.ReloadFor("reload") }
+
+// ReloadFor re-reads the token file now; trigger says why, in the log line
+// ("file_changed" from the watcher, "sighup" from the signal handler).
 //
-// A valid file replaces the whole token set atomically, logs the token count
-// and then runs the OnChange callbacks. An unreadable or unparsable file logs
+// Each reload logs exactly one line. A valid file replaces the whole token
+// set atomically, logs "Reloaded auth file <path>: <n> tokens" at info and
+// then runs the OnChange callbacks. An unreadable or unparsable file logs
 // "Cannot read auth file <path>: <reason>" or "Failed to parse auth file
-// <path>: <reason>" at error level, counts a failure and keeps the last
-// valid set (D-1); the returned error wraps ErrRead or ErrParse.
-func (s *Static) Reload() error {
+// <path>: <reason>" at error level with the count of the tokens kept,
+// counts a failure and keeps the last valid set (D-1); the returned error
+// wraps ErrRead or ErrParse, and LastError returns it until a reload
+// succeeds.
+func (s *Static) ReloadFor(trigger string) error {
 	s.reloadMu.Lock()
-	set, stamp, err := s.load(true)
+	set, stamp, err := s.load(trigger)
 	s.stamp = stamp
 	if err != nil {
+		s.lastErr.Store(&err)
 		s.reloadMu.Unlock()
 		s.failures.Add(1)
 		return err
 	}
 	s.set.Store(set)
+	s.lastErr.Store(nil)
 	s.reloadMu.Unlock()
 
 	s.log.Info(fmt.Sprintf("Reloaded auth file %s: %d tokens", s.path, len(set.byToken)),
-		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
+		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)), zap.String("trigger", trigger))
 	s.cbMu.Lock()
 	cbs := append([]func(){}, s.callbacks...)
 	s.cbMu.Unlock()
@@ -180,8 +192,22 @@ func (s *Static) Stats() Stats {
 		Reloads:        s.reloads.Load(),
 		ReloadFailures: s.failures.Load(),
 		Tokens:         len(s.set.Load().byToken),
+		Failing:        s.lastErr.Load() != nil,
 	}
 }
+
+// LastError returns the error of the last reload, or nil when it succeeded
+// (or none has run since New).
+func (s *Static) LastError() error {
+	if p := s.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Ready is LastError: a node whose token file's last load failed serves
+// the previous tokens, and says so on its readiness check.
+func (s *Static) Ready() error { return s.LastError() }
 
 // Close stops the watcher goroutine and waits for it to exit. The backend
 // keeps answering from the last loaded set. Close is idempotent and always
@@ -192,11 +218,17 @@ func (s *Static) Close() error {
 	return nil
 }
 
-// load reads and parses the file. When logFailure is set (a reload; at
+// load reads and parses the file. For a reload (trigger is not ""; at
 // startup the caller reports the error) a failure is logged at error level
-// with the exact D-1 wording. The stamp is taken before reading, so a write
-// racing the read is seen as a change at the next poll.
-func (s *Static) load(logFailure bool) (*tokenSet, fileStamp, error) {
+// with the exact D-1 wording, the trigger and the count of the tokens kept.
+// The stamp is taken before reading, so a write racing the read is seen as
+// a change at the next poll.
+func (s *Static) load(trigger string) (*tokenSet, fileStamp, error) {
+	logFailure := trigger != ""
+	failed := func(msg string) {
+		s.log.Error(msg, zap.String("path", s.path), zap.String("trigger", trigger),
+			zap.Int("tokens", len(s.set.Load().byToken)))
+	}
 	stamp := statFile(s.path)
 	data, err := os.ReadFile(s.path)
 	if err != nil {
@@ -206,14 +238,14 @@ func (s *Static) load(logFailure bool) (*tokenSet, fileStamp, error) {
 			reason = pe.Err
 		}
 		if logFailure {
-			s.log.Error(fmt.Sprintf("Cannot read auth file %s: %v", s.path, reason), zap.String("path", s.path))
+			failed(fmt.Sprintf("Cannot read auth file %s: %v", s.path, reason))
 		}
 		return nil, stamp, fmt.Errorf("%w %s: %w", ErrRead, s.path, reason)
 	}
 	set, err := parseTokenFile(data, s.path, s.log)
 	if err != nil {
 		if logFailure {
-			s.log.Error(fmt.Sprintf("Failed to parse auth file %s: %v", s.path, err), zap.String("path", s.path))
+			failed(fmt.Sprintf("Failed to parse auth file %s: %v", s.path, err))
 		}
 		return nil, stamp, fmt.Errorf("%w %s: %w", ErrParse, s.path, err)
 	}

@@ -47,7 +47,7 @@ func (s *Static) watch() {
 			changed := !now.equal(s.stamp)
 			s.reloadMu.Unlock()
 			if changed && settled {
-				_ = s.Reload() // Reload logs and counts failures itself
+				_ = s.ReloadFor("file_changed") // logs and counts failures itself
 			}
 		}
 	}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
+	"github.com/NoLagApp/kraken/pkg/config"
+	"github.com/NoLagApp/kraken/pkg/metrics"
+	"github.com/NoLagApp/kraken/pkg/server"
+)
+
+// The admin listener (ADMIN_ADDR, default 127.0.0.1:9469): Prometheus
+// metrics, readiness with its reasons, liveness and the Go profiler, over
+// net/http and apart from the WebSocket port, whose hand-written HTTP path
+// serves only /ws, /health, /ready and /internal/publish. Nothing here is
+// authenticated: keep it on loopback or a private network
+// (docs/operations.md).
+
+// adminIndex is the answer of GET / on the admin listener.
+const adminIndex = `kraken admin listener
+  /metrics       Prometheus metrics (text format)
+  /ready         readiness: 200 {"status":"ready"}, or 503 with the failing checks and their reasons
+  /health        liveness: 200 {"status":"ok"}
+  /debug/pprof/  Go profiler (heap, goroutine, profile?seconds=N, trace?seconds=N)
+`
+
+// adminHandler routes the admin listener.
+func adminHandler(src metrics.Sources) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(src)))
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		failing := src.Server.NotReady()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if len(failing) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(server.ReadyJSON(failing, true)))
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	// The profiler, registered here only: net/http/pprof's init also puts
+	// it on http.DefaultServeMux, which nothing in kraken serves.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(adminIndex))
+	})
+	return mux
+}
+
+// adminServer is a running admin listener.
+type adminServer struct {
+	hs   *http.Server
+	addr net.Addr
+	done chan struct{}
+}
+
+// startAdmin listens on cfg.AdminAddr and serves the admin listener in the
+// background; it returns nil with ADMIN_ADDR=off. A failure to listen is
+// logged and the broker goes on without it: the WebSocket service matters
+// more than its metrics, and several nodes on one host would otherwise
+// need distinct ports before any of them starts (set ADMIN_ADDR for each).
+func startAdmin(cfg config.Config, src metrics.Sources, log *zap.Logger) *adminServer {
+	if cfg.AdminAddr == config.AddrOff {
+		log.Info("admin listener disabled (ADMIN_ADDR=off): no /metrics, /ready or /debug/pprof")
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		log.Error("admin listener not started: /metrics, /ready and /debug/pprof are unavailable; set ADMIN_ADDR to a free host:port, or off",
+			zap.String("addr", cfg.AdminAddr), zap.Error(err))
+		return nil
+	}
+	a := &adminServer{addr: ln.Addr(), done: make(chan struct{}),
+		hs: &http.Server{
+			Handler:           adminHandler(src),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       time.Minute,
+			ErrorLog:          zap.NewStdLog(log.Named("admin")),
+			// No WriteTimeout: /debug/pprof/profile?seconds=N writes after N seconds.
+		}}
+	go func() {
+		defer close(a.done)
+		if err := a.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin listener stopped", zap.Error(err))
+		}
+	}()
+	log.Info("admin listener", zap.String("addr", a.addr.String()),
+		zap.Strings("paths", []string{"/metrics", "/ready", "/health", "/debug/pprof/"}))
+	return a
+}
+
+// close stops the admin listener within a second (a profile in progress is
+// cut short).
+func (a *adminServer) close() {
+	if a == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := a.hs.Shutdown(ctx); err != nil {
+		_ = a.hs.Close()
+	}
+	<-a.done
+}
+
+// brokerStats adapts a broker backend's counters to metrics.BrokerStats
+// (nil for a backend without any, such as local).
+func brokerStats(b any) func() metrics.BrokerStats {
+	nb, ok := b.(*natsbroker.Broker)
+	if !ok {
+		return nil
+	}
+	return func() metrics.BrokerStats {
+		s := nb.Stats()
+		return metrics.BrokerStats{Published: s.Published, Dropped: s.Dropped, Received: s.Received,
+			Duplicates: s.Duplicates, Malformed: s.Malformed, Reconnects: s.Reconnects}
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/config"
+	"github.com/NoLagApp/kraken/pkg/server"
+)
+
+// testFlag reports whether args (the broker's flags) hold -t, as
+// nats-server users type it, and returns them without it.
+func testFlag(args []string) ([]string, bool) {
+	for i, a := range args {
+		switch a {
+		case "--":
+			return args, false
+		case "-t", "--t":
+			return append(append([]string{}, args[:i]...), args[i+1:]...), true
+		}
+	}
+	return args, false
+}
+
+// runCheckConfig is `kraken check-config [flags]` (and `kraken -t
+// [flags]`): it reads the environment and the flags exactly as the broker
+// does (config.Load), validates every setting and, with the token file,
+// the file itself strictly (static.Check: unknown permissions, ignored
+// fields and refused entries are errors, with path, line and column), and
+// files named by other settings. It prints a report on stdout and exits 0
+// when nothing is an error (warnings allowed), 2 otherwise. It starts
+// nothing and listens on nothing.
+func runCheckConfig(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprint(stderr, "usage: kraken check-config [flags]   (or: kraken -t [flags])\n\n"+
+			"Checks the settings from the environment and the flags, as the broker would read them,\n"+
+			"and the token file. Prints every problem; exits 0 when there is no error, else 2.\n\n")
+	}
+	cfg, err := config.Load(args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	r := &checkReport{w: stdout}
+	if err != nil {
+		for _, p := range problems(err) {
+			r.errorf("%s", p)
+		}
+	} else {
+		r.linef("settings: ok (%d, environment and flags applied)", len(config.Vars()))
+	}
+	r.settingWarnings(cfg)
+	switch {
+	case cfg.AuthAllowAll:
+		r.linef("token file: not used (AUTH_ALLOW_ALL=true)")
+	case cfg.AuthBackend == "http":
+		r.linef("token file: not used (AUTH_BACKEND=http)")
+	case cfg.AuthFile != "":
+		r.tokenFile(cfg.AuthFile)
+	}
+	for _, f := range []struct{ env, path string }{{"NATS_CREDS", cfg.NATSCreds}, {"NATS_TLS_CA", cfg.NATSTLSCA}} {
+		if f.path == "" {
+			continue
+		}
+		if fh, err := os.Open(f.path); err != nil {
+			r.errorf("%s=%s: %v", f.env, f.path, unwrapPath(err))
+		} else {
+			_ = fh.Close()
+		}
+	}
+	if r.errors > 0 {
+		fmt.Fprintf(stdout, "kraken check-config: %s, %s\n", plural(r.errors, "error"), plural(r.warnings, "warning"))
+		return exitConfig
+	}
+	fmt.Fprintf(stdout, "kraken check-config: OK (%s)\n", plural(r.warnings, "warning"))
+	return exitOK
+}
+
+// checkReport writes the lines of check-config and counts them.
+type checkReport struct {
+	w                io.Writer
+	errors, warnings int
+}
+
+func (r *checkReport) linef(format string, args ...any) { fmt.Fprintf(r.w, format+"\n", args...) }
+
+func (r *checkReport) errorf(format string, args ...any) {
+	r.errors++
+	r.linef("error: "+format, args...)
+}
+
+func (r *checkReport) warnf(format string, args ...any) {
+	r.warnings++
+	r.linef("warning: "+format, args...)
+}
+
+// settingWarnings reports valid settings an operator should know about.
+func (r *checkReport) settingWarnings(cfg config.Config) {
+	if cfg.AuthAllowAll {
+		r.warnf("AUTH_ALLOW_ALL=true: every token is accepted with full access to every topic; development only")
+	}
+	if cfg.AuthHTTPInsecureSkipVerify {
+		r.warnf("AUTH_HTTP_INSECURE_SKIP_VERIFY=true: the auth and control services' TLS certificates are not verified; development only")
+	}
+	if cfg.InternalSecret == server.DefaultInternalSecret {
+		r.warnf("INTERNAL_SECRET is the placeholder %q: POST /internal/publish stays disabled", server.DefaultInternalSecret)
+	}
+	if cfg.AdminAddr != config.AddrOff {
+		if host, _, err := net.SplitHostPort(cfg.AdminAddr); err == nil && !loopback(host) {
+			r.warnf("ADMIN_ADDR=%s listens beyond loopback: /metrics, /ready and /debug/pprof are not authenticated; keep it on a private network", cfg.AdminAddr)
+		}
+	}
+	if cfg.AuthBackend == "http" && cfg.AuthFile != config.Defaults().AuthFile {
+		r.warnf("AUTH_BACKEND=http: AUTH_FILE=%s is ignored", cfg.AuthFile)
+	}
+}
+
+// tokenFile checks the token file strictly and reports each problem as
+// path:line:column.
+func (r *checkReport) tokenFile(path string) {
+	tokens, probs := static.Check(path)
+	if len(probs) == 0 {
+		r.linef("token file %s: ok (%s)", path, plural(tokens, "token"))
+		return
+	}
+	r.linef("token file %s: %s accepted as written", path, plural(tokens, "token"))
+	for _, p := range probs {
+		if p.Warning {
+			r.warnings++
+		} else {
+			r.errors++
+		}
+		if p.Line == 0 {
+			r.linef("%s", p)
+			continue
+		}
+		r.linef("%s:%s", path, p)
+	}
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// runPrintEnv is `kraken print-env [flags]`: every setting as NAME=value,
+// in the order of -h, with the values the broker would run with (defaults,
+// then the environment, then the flags); secrets (BACKEND_SECRET,
+// INTERNAL_SECRET) print as ******** when set. Invalid settings are
+// reported on stderr with exit status 2, as the broker reports them.
+func runPrintEnv(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	cfg, err := config.Load(args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kraken print-env: invalid configuration:\n%v\n", err)
+		return exitConfig
+	}
+	for _, v := range cfg.Values() {
+		fmt.Fprintf(stdout, "%s=%s\n", v.Env, v.Shown())
+	}
+	return exitOK
+}
