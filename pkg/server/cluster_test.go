@@ -69,37 +69,10 @@ func TestGroupAcrossNodesGetsEachMessageOnce(t *testing.T) {
 	for i := 0; i < total; i++ {
 		alice.Send("type", "publish", "topic", "demo/general/jobs", "data", i)
 	}
-	seen := map[int64]int{}
 	for i := 0; i < total; i++ {
 		watcher.ExpectFields("type", "message", "data", i)
 	}
-	got := 0
-	share := make([]int, len(members))
-	for got < total {
-		progress := false
-		for i, m := range members {
-			if f, err := m.Read(20 * time.Millisecond); err == nil {
-				seen[asInt(t, f.Map["data"])]++
-				share[i]++
-				got++
-				progress = true
-			}
-		}
-		if !progress {
-			t.Fatalf("the group got %d of %d messages", got, total)
-		}
-	}
-	for i := int64(0); i < total; i++ {
-		if seen[i] != 1 {
-			t.Fatalf("message %d reached the group %d times", i, seen[i])
-		}
-	}
-	for i, m := range members {
-		m.ExpectNothing(100 * time.Millisecond)
-		if share[i] == 0 {
-			t.Errorf("the member on node %d got no share: %v", i, share)
-		}
-	}
+	expectGroupOnce(t, members, total)
 }
 
 // A retained message set on one node reaches a new subscriber on another,
@@ -123,4 +96,38 @@ func TestRetainedAcrossNodes(t *testing.T) {
 	late := authed(t, nodes[2], "dev-token-bob")
 	subscribe(t, late, "demo/general/state")
 	late.ExpectNothing(200 * time.Millisecond)
+}
+
+// expectGroupOnce reads the members of one load-balanced group, a member
+// per node, until total messages (data 0..total-1) arrived, and fails
+// unless each arrived exactly once and every member got a share.
+func expectGroupOnce(t *testing.T, members []*testpeer.Peer, total int) {
+	t.Helper()
+	seen := map[int64]int{}
+	share := make([]int, len(members))
+	for got := 0; got < total; {
+		progress := false
+		for i, m := range members {
+			if f, err := m.Read(50 * time.Millisecond); err == nil {
+				seen[asInt(t, f.Map["data"])]++
+				share[i]++
+				got++
+				progress = true
+			}
+		}
+		if !progress {
+			t.Fatalf("the group got %d of %d messages (shares %v)", got, total, share)
+		}
+	}
+	for i := int64(0); i < int64(total); i++ {
+		if seen[i] != 1 {
+			t.Fatalf("message %d reached the group %d times", i, seen[i])
+		}
+	}
+	for i, m := range members {
+		m.ExpectNothing(100 * time.Millisecond)
+		if share[i] == 0 {
+			t.Errorf("the member on node %d got no share: %v", i, share)
+		}
+	}
 }

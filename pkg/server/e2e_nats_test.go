@@ -134,33 +134,7 @@ func TestNATSClusterGroupGetsEachMessageOnce(t *testing.T) {
 	for i := 0; i < total; i++ {
 		alice.Send("type", "publish", "topic", "demo/general/jobs", "data", i)
 	}
-	seen := map[int64]int{}
-	share := make([]int, len(members))
-	for got := 0; got < total; {
-		progress := false
-		for i, m := range members {
-			if f, err := m.Read(50 * time.Millisecond); err == nil {
-				seen[asInt(t, f.Map["data"])]++
-				share[i]++
-				got++
-				progress = true
-			}
-		}
-		if !progress {
-			t.Fatalf("the group got %d of %d messages (shares %v)", got, total, share)
-		}
-	}
-	for i := int64(0); i < total; i++ {
-		if seen[i] != 1 {
-			t.Fatalf("message %d reached the group %d times", i, seen[i])
-		}
-	}
-	for i, m := range members {
-		m.ExpectNothing(100 * time.Millisecond)
-		if share[i] == 0 {
-			t.Errorf("the member on node %d got no share: %v", i, share)
-		}
-	}
+	expectGroupOnce(t, members, total)
 }
 
 func TestNATSClusterRetained(t *testing.T) {
