@@ -38,6 +38,12 @@ APORT=${BENCH_AUTHSVC_PORT:-18070}
 NPORT=${BENCH_NATS_PORT:-14222}
 NHPORT=${BENCH_NATS_HTTP_PORT:-18222}
 mkdir -p "$BIN" "$OUT"
+# ENVF describes the machine and the run; a summary-only pass of the
+# cluster case keeps the one of the run that made the rounds.
+ENVF=$OUT/env.txt
+if [ "${BENCH_CLUSTER_SUMMARY_ONLY:-0}" = 1 ]; then
+	ENVF=$OUT/env.summary.txt
+fi
 
 only() { [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -211,7 +217,7 @@ esac
 	if only connect-http; then
 		echo "connect-http: kraken with AUTH_FILE (static) or AUTH_BACKEND=http against bench/authsvc, TOKEN_CACHE_SECONDS default; delays ${BENCH_HTTP_DELAYS:-0ms 20ms}; tokens ${BENCH_HTTP_TOKENS:-4 each}; ${BENCH_REPS:-3} repetitions"
 	fi
-} >"$OUT/env.txt"
+} >"$ENVF"
 
 FAILED=()
 PAIRS=()
@@ -484,9 +490,13 @@ if only cluster; then
 	reps=${BENCH_REPS:-3}
 	COUT=$OUT/cluster
 	mkdir -p "$COUT"
-	rm -f "$COUT/loadavg.txt"
-	echo "cluster: $CN subscribers on one topic from $CPROCS client processes; setups ${csetups[*]}; cases: $(printf '%s; ' "${CCASES[@]}")$reps repetitions; nodes LOG_LEVEL=warn AUTH_ALLOW_ALL=true RATE_LIMIT=100000 ADMIN_ADDR=off, cluster nodes BROKER_BACKEND=nats; NATS JetStream ${BENCH_NATS_JETSTREAM:-0}" >>"$OUT/env.txt"
-	for ((rep = 1; rep <= reps; rep++)); do
+	[ "${BENCH_CLUSTER_SUMMARY_ONLY:-0}" = 1 ] || rm -f "$COUT/loadavg.txt"
+	echo "cluster: $CN subscribers on one topic from $CPROCS client processes; setups ${csetups[*]}; cases: $(printf '%s; ' "${CCASES[@]}")$reps repetitions; nodes LOG_LEVEL=warn AUTH_ALLOW_ALL=true RATE_LIMIT=100000 ADMIN_ADDR=off, cluster nodes BROKER_BACKEND=nats; NATS JetStream ${BENCH_NATS_JETSTREAM:-0}" >>"$ENVF"
+	# BENCH_CLUSTER_SUMMARY_ONLY=1 only takes the medians and tables of
+	# rounds already in COUT (say, with another BENCH_MAX_DISTURBANCE).
+	first=1
+	[ "${BENCH_CLUSTER_SUMMARY_ONLY:-0}" = 1 ] && first=$((reps + 1))
+	for ((rep = first; rep <= reps; rep++)); do
 		for su in "${csetups[@]}"; do
 			run=$su-r$rep
 			echo "== cluster $rep/$reps: $su ($CN subscribers)" >&2
@@ -536,33 +546,52 @@ if only cluster; then
 			stop_cluster
 		done
 	done
-	for c in "${CCASES[@]}"; do
-		sc=${c%% *}
-		group=()
-		for su in "${csetups[@]}"; do
-			runs=()
-			for ((rep = 1; rep <= reps; rep++)); do
-				[ -f "$COUT/$su-r$rep.$sc.json" ] && runs+=("$COUT/$su-r$rep.$sc.json")
+	# cluster_tables SUFFIX MAXDIST: the medians of every setup and case
+	# (<setup>.<case>SUFFIX.json, over the rounds disturbed by at most
+	# MAXDIST cores of other processes and steal; 0 = all rounds),
+	# table SUFFIX.md and summary SUFFIX.md.
+	cluster_tables() {
+		local suffix=$1 maxd=$2 c sc su rep names tables=() group runs
+		for c in "${CCASES[@]}"; do
+			sc=${c%% *}
+			group=()
+			for su in "${csetups[@]}"; do
+				runs=()
+				for ((rep = 1; rep <= reps; rep++)); do
+					[ -f "$COUT/$su-r$rep.$sc.json" ] && runs+=("$COUT/$su-r$rep.$sc.json")
+				done
+				if [ ${#runs[@]} -eq 0 ]; then
+					group=()
+					break
+				fi
+				"$BIN/loadgen" median --label "$su" --max-disturbance "$maxd" --out "$COUT/$su.$sc$suffix.json" "${runs[@]}"
+				group+=("$COUT/$su.$sc$suffix.json")
 			done
-			if [ ${#runs[@]} -eq 0 ]; then
-				group=()
-				break
-			fi
-			"$BIN/loadgen" median --label "$su" --max-disturbance "${BENCH_MAX_DISTURBANCE:-0}" \
-				--out "$COUT/$su.$sc.json" "${runs[@]}"
-			group+=("$COUT/$su.$sc.json")
+			tables+=("${group[@]}")
 		done
-		CLUSTER_TABLES+=("${group[@]}")
-	done
-	if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
+		[ ${#tables[@]} -gt 0 ] || return 1
 		names=$(
 			IFS=,
 			echo "${csetups[*]}"
 		)
-		"$BIN/loadgen" table --names "$names" --spread "${CLUSTER_TABLES[@]}" >"$COUT/table.md"
-		"$BIN/loadgen" table --names "$names" --spread \
-			--metrics fanout_subscribers,fanout_lost,fanout_rate,fanout_last_max,fanout_cpu_per_delivery,fanout_broker_cores,fanout_cores_n1,fanout_cores_n2,fanout_cores_n3,fanout_cores_nats,fanout_loadgen_cores,fanout_other_cores,fanout_steal_cores,fanout_nats_remote_nodes,fanout_nats_in_per_publish,fanout_nats_out_per_publish,fanout_nats_out_remote_per_publish,fanout_nats_echo_per_publish,fanout_nats_out_n1,fanout_nats_out_n2,fanout_nats_out_n3,fanout_url1_last_max,fanout_url2_last_max,fanout_url3_last_max,latency_rate,latency_lost,latency_last_p50,latency_last_p99,latency_all_p50,latency_all_p99,latency_url1_last_p99,latency_url2_last_p99,latency_url3_last_p99,latency_url1_all_p50,latency_url2_all_p50,latency_url3_all_p50,latency_cpu_per_delivery,latency_cores_n1,latency_cores_n2,latency_cores_n3,latency_cores_nats,latency_loadgen_cores,latency_other_cores,latency_steal_cores,latency_nats_in_per_publish,latency_nats_out_per_publish,latency_nats_out_remote_per_publish,latency_nats_echo_per_publish \
-			"${CLUSTER_TABLES[@]}" >"$COUT/summary.md"
+		"$BIN/loadgen" table --names "$names" --spread "${tables[@]}" >"$COUT/table$suffix.md"
+		"$BIN/loadgen" table --names "$names" --spread --metrics "$CLUSTER_SUMMARY" "${tables[@]}" >"$COUT/summary$suffix.md"
+	}
+	CLUSTER_SUMMARY=fanout_subscribers,fanout_lost,fanout_rate,fanout_last_max,fanout_cpu_per_delivery,fanout_broker_cores
+	CLUSTER_SUMMARY+=,fanout_cores_n1,fanout_cores_n2,fanout_cores_n3,fanout_cores_nats,fanout_loadgen_cores,fanout_other_cores,fanout_steal_cores
+	CLUSTER_SUMMARY+=,fanout_nats_remote_nodes,fanout_nats_in_per_publish,fanout_nats_out_per_publish,fanout_nats_out_remote_per_publish
+	CLUSTER_SUMMARY+=,fanout_nats_echo_per_publish,fanout_nats_out_n1,fanout_nats_out_n2,fanout_nats_out_n3
+	CLUSTER_SUMMARY+=,fanout_url1_last_max,fanout_url2_last_max,fanout_url3_last_max
+	CLUSTER_SUMMARY+=,latency_rate,latency_lost,latency_last_p50,latency_last_p99,latency_all_p50,latency_all_p99
+	CLUSTER_SUMMARY+=,latency_url1_last_p99,latency_url2_last_p99,latency_url3_last_p99,latency_url1_all_p50,latency_url2_all_p50,latency_url3_all_p50
+	CLUSTER_SUMMARY+=,latency_cpu_per_delivery,latency_cores_n1,latency_cores_n2,latency_cores_n3,latency_cores_nats,latency_loadgen_cores
+	CLUSTER_SUMMARY+=,latency_other_cores,latency_steal_cores,latency_nats_in_per_publish,latency_nats_out_per_publish
+	CLUSTER_SUMMARY+=,latency_nats_out_remote_per_publish,latency_nats_echo_per_publish
+	if cluster_tables "" 0; then
+		CLUSTER_TABLES+=("$COUT/summary.md")
+	fi
+	if [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ] && cluster_tables .quiet "$BENCH_MAX_DISTURBANCE"; then
+		CLUSTER_TABLES+=("$COUT/summary.quiet.md")
 	fi
 fi
 
@@ -571,7 +600,7 @@ if [ ${#PAIRS[@]} -gt 0 ]; then
 fi
 if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
 	echo
-	cat "$OUT/env.txt"
+	cat "$ENVF"
 fi
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	echo
@@ -585,13 +614,15 @@ if [ ${#HTTP_TABLES[@]} -gt 0 ]; then
 fi
 if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
 	echo
-	if [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ]; then
-		echo "cluster: medians of the runs of $reps in which other processes and steal took at most $BENCH_MAX_DISTURBANCE cores (range in brackets; see the notes); every metric in $COUT/table.md"
-	else
-		echo "cluster: medians of $reps runs (range in brackets); every metric in $COUT/table.md"
-	fi
+	echo "cluster: medians of $reps rounds (range in brackets); every metric in $COUT/table.md"
 	echo
 	cat "$COUT/summary.md"
+	if [ -f "$COUT/summary.quiet.md" ] && [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ]; then
+		echo
+		echo "cluster: medians of the rounds in which other processes and steal took at most $BENCH_MAX_DISTURBANCE cores (how many: see the notes); every metric in $COUT/table.quiet.md"
+		echo
+		cat "$COUT/summary.quiet.md"
+	fi
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "failed: ${FAILED[*]}" >&2
