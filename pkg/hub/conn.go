@@ -5,18 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/NoLagApp/kraken/pkg/disconnect"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
-
-// Transport is the socket under a Conn: netpoll.Connection satisfies it. The
-// hub writes to Fd directly (non-blocking writev) and calls Close once.
-type Transport interface {
-	Fd() int
-	Close() error
-}
 
 // Session is what a connection knows about itself once authenticated. It is
 // immutable: a revalidation swaps in a new *Session.
@@ -49,13 +39,13 @@ type Conn struct {
 	ID uint64
 	t  Transport
 	w  *worker
-	fd int32
 
 	created    int64        // unix ns
 	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
 	frameStart atomic.Int64 // unix ns the frame or message in progress began; 0 when none
 	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
 	phase      atomic.Uint32
+	enc        uint8 // t.Encoding().ID(), read on every delivery
 	sess       atomic.Pointer[Session]
 	replies    atomic.Int32 // replies a worker still owes the connection
 
@@ -195,26 +185,24 @@ func (c *Conn) flushLocked() {
 		if len(batch) > iovMax {
 			batch = batch[:iovMax]
 		}
-		var n int
-		var err error
-		if len(batch) == 1 {
-			n, err = unix.Write(int(c.fd), batch[0])
-		} else {
-			n, err = unix.Writev(int(c.fd), batch)
+		want := c.outBytes
+		if len(batch) < len(c.out) {
+			want = 0
+			for _, b := range batch {
+				want += len(b)
+			}
 		}
+		n, err := c.t.Writev(batch)
 		if n > 0 {
 			c.consumeLocked(n)
 		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			if err == unix.EAGAIN || n == 0 {
-				c.scheduleRetryLocked()
-				return
-			}
-			// The peer is gone; the reactor will report the close.
+		if err != nil {
+			// The peer is gone; the transport will report the close.
 			c.out, c.outBytes = nil, 0
+			return
+		}
+		if n < want {
+			c.scheduleRetryLocked()
 			return
 		}
 	}
@@ -225,7 +213,7 @@ func (c *Conn) flushLocked() {
 			// The close frame is out: send FIN after it and keep reading
 			// until the peer closes or the sweep's deadline (closeWith).
 			c.shut = true
-			_ = unix.Shutdown(int(c.fd), unix.SHUT_WR)
+			_ = c.t.CloseWrite()
 		}
 	}
 }
@@ -278,8 +266,7 @@ func (c *Conn) closeWith(d disconnect.Disconnect) {
 		return
 	}
 	c.closing, c.slow, c.reason = true, false, d.Reason
-	if d.SendsFrame() && c.Phase() != PhaseHandshake {
-		f := wsframe.Close(d.StatusCode(), d.Message())
+	if f := c.closeFrame(d); f != nil {
 		if c.out == nil {
 			c.out = c.inline[:0:1]
 		}
@@ -290,6 +277,16 @@ func (c *Conn) closeWith(d disconnect.Disconnect) {
 	c.flushLocked()
 	c.wmu.Unlock()
 	c.w.h.stats.closed[d.Reason].Add(1)
+}
+
+// closeFrame is what ends c's session for d in its encoding, nil for
+// nothing (no frame for d, or no session yet: RFC 6455 §5.5.1 frames exist
+// only after the upgrade).
+func (c *Conn) closeFrame(d disconnect.Disconnect) []byte {
+	if !d.SendsFrame() || c.Phase() == PhaseHandshake {
+		return nil
+	}
+	return c.t.Encoding().Close(d)
 }
 
 // release closes the transport now (the close deadline passed, or the hub

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+	"golang.org/x/sys/unix"
 
 	"github.com/NoLagApp/kraken/pkg/wire"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
@@ -15,8 +16,15 @@ import (
 // benchmarks measure the broker's own work per delivery.
 type devNull struct{ fd int }
 
-func (d devNull) Fd() int      { return d.fd }
-func (d devNull) Close() error { return nil }
+func (d devNull) Writev(bufs [][]byte) (int, error) {
+	if len(bufs) == 1 {
+		return unix.Write(d.fd, bufs[0])
+	}
+	return unix.Writev(d.fd, bufs)
+}
+func (d devNull) CloseWrite() error  { return nil }
+func (d devNull) Encoding() Encoding { return wsframe.Encoding{} }
+func (d devNull) Close() error       { return nil }
 
 // benchWorker builds a worker with n connections subscribed to key, without
 // starting any goroutine.
@@ -29,7 +37,7 @@ func benchWorker(tb testing.TB, n int, withFeatures bool) (*worker, *Publication
 	h := New(Config{Workers: 1})
 	w := h.workers[0]
 	newConn := func(id uint64) *Conn {
-		c := &Conn{ID: id, t: devNull{int(f.Fd())}, fd: int32(f.Fd()), w: w, idx: -1}
+		c := &Conn{ID: id, t: devNull{int(f.Fd())}, w: w, idx: -1}
 		w.handle(&op{kind: opRegister, c: c})
 		return c
 	}

@@ -163,12 +163,12 @@ func (h *Hub) Start() {
 	}
 }
 
-// Register creates the record of a newly accepted connection and hands it to
-// a worker (round-robin). It never blocks.
+// Register creates the record of a newly accepted connection, written
+// through t, and hands it to a worker (round-robin). It never blocks.
 func (h *Hub) Register(t Transport) *Conn {
 	id := h.nextID.Add(1)
 	now := time.Now().UnixNano()
-	c := &Conn{ID: id, t: t, fd: int32(t.Fd()), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
+	c := &Conn{ID: id, t: t, enc: t.Encoding().ID(), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
 	c.lastRead.Store(now)
 	c.phase.Store(uint32(PhaseHandshake))
 	c.w.post(op{kind: opRegister, c: c})

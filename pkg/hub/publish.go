@@ -1,14 +1,13 @@
 package hub
 
 import (
-	"github.com/gobwas/ws"
-
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // Publication is one accepted publish, ready to fan out. The publisher builds
-// Frame once; every subscription whose display topic equals Topic shares it.
+// Frame once; every subscription of an encoding-0 connection whose display
+// topic equals Topic shares it, and the hub builds any other frame once per
+// encoding and display topic.
 type Publication struct {
 	// Key is the routing key (acl.Resolution.Key) of the published topic.
 	Key string
@@ -16,8 +15,8 @@ type Publication struct {
 	Topic string
 	// Filter is the normalised publish filter, "" for none (§6.9).
 	Filter string
-	// Frame is the complete WebSocket frame of the `message` for display
-	// topic Topic.
+	// Frame is the complete frame of the `message` for display topic Topic
+	// in encoding 0 (Encoding.ID).
 	Frame []byte
 	// Msg holds the message fields, to build the frame for subscriptions
 	// whose display topic differs (wildcards, scope-injected patterns). Its
@@ -41,19 +40,22 @@ type Publication struct {
 }
 
 // frameCache holds, for the publication being fanned out, the frames built
-// for display topics other than Publication.Topic. Owned by a worker.
+// for an encoding and display topic other than Publication.Frame's. Owned
+// by a worker.
 type frameCache struct {
 	pub     *Publication
 	entries []cachedFrame
 }
 
 type cachedFrame struct {
+	enc     uint8
 	display string
 	frame   []byte
 }
 
-func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte {
-	if !wildcard && display == p.Topic {
+func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool) []byte {
+	id := c.enc
+	if id == 0 && !wildcard && display == p.Topic {
 		return p.Frame
 	}
 	if fc.pub != p {
@@ -64,7 +66,7 @@ func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte 
 		fc.entries = fc.entries[:0]
 	}
 	for _, e := range fc.entries {
-		if e.display == display {
+		if e.enc == id && e.display == display {
 			return e.frame
 		}
 	}
@@ -73,10 +75,8 @@ func (fc *frameCache) get(p *Publication, display string, wildcard bool) []byte 
 	if wildcard {
 		m.SourceTopic = p.Topic
 	}
-	frame := wsframe.Framed(ws.OpBinary, len(p.Frame)+len(display)+len(p.Topic), func(b []byte) []byte {
-		return wire.AppendMessage(b, &m)
-	})
-	fc.entries = append(fc.entries, cachedFrame{display: display, frame: frame})
+	frame := c.t.Encoding().Message(&m)
+	fc.entries = append(fc.entries, cachedFrame{enc: id, display: display, frame: frame})
 	return frame
 }
 
@@ -110,7 +110,7 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	if !accepted || (!p.Echo && c == p.Origin) {
 		return
 	}
-	w.write(c, w.frames.get(p, display, wildcard))
+	w.write(c, w.frames.get(p, c, display, wildcard))
 	w.deliveries.Add(1)
 }
 

@@ -130,6 +130,6 @@ func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filte
 		if !p.Echo && p.Origin == c {
 			return
 		}
-		w.write(c, w.frames.get(p, display, wildcard))
+		w.write(c, w.frames.get(p, c, display, wildcard))
 	})
 }

@@ -218,7 +218,9 @@ func (w *worker) sweep(now time.Time) {
 		switch c.Phase() {
 		case PhaseHandshake:
 			if ns-c.created > int64(cfg.HandshakeTimeout) {
-				c.WriteFlush(handshakeTimeoutResponse)
+				if r := c.t.Encoding().HandshakeTimeout(); r != nil {
+					c.WriteFlush(r)
+				}
 				c.closeWith(disconnect.New(disconnect.HandshakeTimeout))
 			}
 			continue
@@ -251,8 +253,6 @@ func (w *worker) sweep(now time.Time) {
 		}()
 	}
 }
-
-var handshakeTimeoutResponse = []byte("HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 28\r\nConnection: close\r\n\r\nrequest header not complete\n")
 
 // closeAll closes every connection for d (shutdown).
 func (w *worker) closeAll(d disconnect.Disconnect) {

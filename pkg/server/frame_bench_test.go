@@ -21,7 +21,8 @@ func BenchmarkReadFrames(b *testing.B) {
 	}
 	s.hub.Start()
 	b.Cleanup(func() { _ = s.hub.Shutdown(b.Context()) })
-	st := &connState{c: s.hub.Register(nullTransport{})}
+	st := &connState{nc: nullTransport{}}
+	st.c = s.hub.Register(st)
 	st.c.SetPhase(hub.PhaseAuthed)
 	st.c.SetSession(&hub.Session{Grant: demoGrant("bob"), Version: 1})
 	var tmpl bytes.Buffer

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 
 	"github.com/gobwas/ws"
@@ -15,8 +16,9 @@ import (
 // and is dropped) and whose Close is a no-op.
 type nullTransport struct{}
 
-func (nullTransport) Fd() int      { return -1 }
-func (nullTransport) Close() error { return nil }
+func (nullTransport) Fd() int              { return -1 }
+func (nullTransport) RemoteAddr() net.Addr { return nil }
+func (nullTransport) Close() error         { return nil }
 
 // FuzzFrameReader feeds arbitrary bytes, split into arbitrary chunks, to the
 // incremental request and frame reader after a valid upgrade. It must never
@@ -45,7 +47,8 @@ func FuzzFrameReader(f *testing.F) {
 	f.Cleanup(func() { _ = s.hub.Shutdown(context.Background()) })
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		st := &connState{c: s.hub.Register(nullTransport{})}
+		st := &connState{nc: nullTransport{}}
+		st.c = s.hub.Register(st)
 		defer s.hub.Closed(st.c)
 		in := append(append([]byte(nil), upgrade...), data...)
 		step := int(chunk%16) + 1

@@ -49,7 +49,8 @@ func FuzzHandshake(f *testing.F) {
 	f.Cleanup(func() { _ = s.hub.Shutdown(context.Background()) })
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		st := &connState{c: s.hub.Register(nullTransport{})}
+		st := &connState{nc: nullTransport{}}
+		st.c = s.hub.Register(st)
 		defer s.hub.Closed(st.c)
 		step := int(chunk%32) + 1
 		for off := 0; off < len(data) && !st.closing; off += step {

@@ -3,7 +3,6 @@ package server
 import (
 	"time"
 
-	"github.com/gobwas/ws"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/broker"
@@ -93,7 +92,5 @@ func (s *Server) toBroker(p *hub.Publication, ts int64) error {
 // from p.Msg: once per publication, shared by every subscription with that
 // display topic.
 func encodeFrame(p *hub.Publication) {
-	p.Frame = wsframe.Framed(ws.OpBinary, len(p.Msg.Data)+len(p.Msg.Topic)+160, func(b []byte) []byte {
-		return wire.AppendMessage(b, &p.Msg)
-	})
+	p.Frame = wsframe.Message(&p.Msg)
 }

@@ -251,12 +251,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
 	st := &connState{}
-	t, ok := nc.(hub.Transport)
+	sock, ok := nc.(socket)
 	if !ok || s.draining.Load() {
 		_ = nc.Close()
 		return st
 	}
-	st.c = s.hub.Register(t)
+	st.nc = sock
+	st.c = s.hub.Register(st)
 	c := st.c
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		s.hub.Closed(c)

@@ -1,0 +1,268 @@
+package hub
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// testTransport is an in-memory Transport (in the style of centrifuge's
+// testTransport): it records what the hub writes and how it closes, and can
+// be made to take only some bytes (a full socket) or to fail (a broken one).
+type testTransport struct {
+	enc        Encoding
+	mu         sync.Mutex
+	out        bytes.Buffer
+	room       int // bytes it takes before it is full; < 0: unbounded
+	broken     bool
+	closeWrite int
+	closed     int
+}
+
+func newTestTransport(enc Encoding) *testTransport { return &testTransport{enc: enc, room: -1} }
+
+func (t *testTransport) Encoding() Encoding { return t.enc }
+
+func (t *testTransport) Writev(bufs [][]byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.broken {
+		return 0, errors.New("broken pipe")
+	}
+	n := 0
+	for _, b := range bufs {
+		if t.room >= 0 && len(b) > t.room-n {
+			b = b[:t.room-n]
+		}
+		t.out.Write(b)
+		n += len(b)
+		if t.room >= 0 && n == t.room {
+			break
+		}
+	}
+	if t.room >= 0 {
+		t.room -= n
+	}
+	return n, nil
+}
+
+func (t *testTransport) CloseWrite() error { t.mu.Lock(); t.closeWrite++; t.mu.Unlock(); return nil }
+func (t *testTransport) Close() error      { t.mu.Lock(); t.closed++; t.mu.Unlock(); return nil }
+
+// written returns what was written so far, and empties the record.
+func (t *testTransport) written() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.out.String()
+	t.out.Reset()
+	return s
+}
+
+func (t *testTransport) setRoom(n int) { t.mu.Lock(); t.room = n; t.mu.Unlock() }
+
+func (t *testTransport) counts() (closeWrite, closed int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closeWrite, t.closed
+}
+
+// textEncoding frames everything as readable text, counting the message
+// frames it builds. id tells two of them apart in the frame cache.
+type textEncoding struct {
+	id    uint8
+	built atomic.Int64
+}
+
+func (e *textEncoding) ID() uint8 { return e.id }
+func (e *textEncoding) Message(m *wire.Message) []byte {
+	e.built.Add(1)
+	return fmt.Appendf(nil, "<%d msg %s from %s src %s>", e.id, m.Topic, m.From, m.SourceTopic)
+}
+func (e *textEncoding) Close(d disconnect.Disconnect) []byte {
+	return fmt.Appendf(nil, "<%d close %d %s>", e.id, d.StatusCode(), d.Message())
+}
+func (e *textEncoding) HandshakeTimeout() []byte { return fmt.Appendf(nil, "<%d timeout>", e.id) }
+
+func startHub(t *testing.T, cfg Config) *Hub {
+	t.Helper()
+	h := New(cfg)
+	h.Start()
+	t.Cleanup(func() { _ = h.Shutdown(t.Context()) })
+	return h
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// authedConn registers a connection on tr, authenticated.
+func authedConn(h *Hub, tr Transport) *Conn {
+	c := h.Register(tr)
+	c.SetSession(&Session{Version: 2})
+	c.SetPhase(PhaseAuthed)
+	return c
+}
+
+// subscribeAndWait subscribes c and waits for its reply to be written.
+func subscribeAndWait(t *testing.T, h *Hub, c *Conn, tr *testTransport, spec SubSpec) {
+	t.Helper()
+	spec.Reply = []byte("<subscribed " + spec.Pattern + ">")
+	h.Subscribe(c, &spec)
+	eventually(t, "subscribed "+spec.Pattern, func() bool { return c.PendingReplies() == 0 })
+	if got := tr.written(); got != string(spec.Reply) {
+		t.Fatalf("reply %q, want %q", got, spec.Reply)
+	}
+}
+
+func publication(topic string) *Publication {
+	p := &Publication{Key: "app/" + topic, Topic: topic, Echo: true,
+		Msg: wire.Message{Topic: topic, From: "alice", Data: []byte{0xc0}}}
+	p.Frame = []byte("<0 msg " + topic + " from alice src >")
+	return p
+}
+
+// Every connection gets the publication in its own encoding; each frame is
+// built once per publication, encoding and display topic, and encoding 0's
+// exact subscribers share Publication.Frame without building anything.
+func TestDeliveryIsFramedOncePerEncodingAndDisplayTopic(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	ws, other := &textEncoding{id: 0}, &textEncoding{id: 1}
+	type peer struct {
+		c  *Conn
+		tr *testTransport
+	}
+	var peers []peer
+	for _, spec := range []struct {
+		enc      Encoding
+		pattern  string
+		wildcard bool
+	}{
+		{ws, "r/x", false}, {ws, "r/x", false}, {ws, "r/+", true}, {ws, "r/+", true},
+		{other, "r/x", false}, {other, "r/x", false}, {other, "r/+", true},
+	} {
+		tr := newTestTransport(spec.enc)
+		c := authedConn(h, tr)
+		key := "app/" + spec.pattern
+		subscribeAndWait(t, h, c, tr, SubSpec{Pattern: spec.pattern, Key: key, Wildcard: spec.wildcard})
+		peers = append(peers, peer{c, tr})
+	}
+	h.Publish(publication("r/x"))
+	want := []string{
+		"<0 msg r/x from alice src >", "<0 msg r/x from alice src >",
+		"<0 msg r/+ from alice src r/x>", "<0 msg r/+ from alice src r/x>",
+		"<1 msg r/x from alice src >", "<1 msg r/x from alice src >",
+		"<1 msg r/+ from alice src r/x>",
+	}
+	for i, p := range peers {
+		eventually(t, fmt.Sprint("delivery to peer ", i), func() bool {
+			p.tr.mu.Lock()
+			defer p.tr.mu.Unlock()
+			return p.tr.out.Len() > 0
+		})
+		if got := p.tr.written(); got != want[i] {
+			t.Errorf("peer %d got %q, want %q", i, got, want[i])
+		}
+	}
+	if n := ws.built.Load(); n != 1 {
+		t.Errorf("encoding 0 built %d frames, want 1 (the wildcard display topic; Publication.Frame serves the exact ones)", n)
+	}
+	if n := other.built.Load(); n != 2 {
+		t.Errorf("encoding 1 built %d frames, want 2 (one per display topic)", n)
+	}
+}
+
+// A close puts the encoding's closing frame after what is queued, then
+// ends the write side, and releases the transport at the close deadline.
+func TestCloseWritesTheEncodingsFrameAfterTheQueueThenFIN(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, CloseTimeout: 50 * time.Millisecond, Tick: 10 * time.Millisecond})
+	enc := &textEncoding{id: 3}
+	tr := newTestTransport(enc)
+	tr.setRoom(4) // the socket takes 4 bytes, then is full
+	c := authedConn(h, tr)
+	c.WriteFlush([]byte("<first>"))
+	c.Write([]byte("<second>"))
+	h.Close(c, disconnect.New(disconnect.IdleTimeout))
+	time.Sleep(30 * time.Millisecond)
+	if cw, _ := tr.counts(); cw != 0 {
+		t.Fatal("the write side was shut before the queue was written")
+	}
+	tr.setRoom(-1) // the peer reads again: the worker's retry writes the rest
+	eventually(t, "FIN after the close frame", func() bool { cw, _ := tr.counts(); return cw == 1 })
+	want := "<first><second><3 close 4000 idle_timeout>"
+	if got := tr.written(); got != want {
+		t.Fatalf("written %q, want %q", got, want)
+	}
+	eventually(t, "released at the close deadline", func() bool { _, cl := tr.counts(); return cl == 1 })
+	if c.Write([]byte("late")) {
+		t.Fatal("a write after the close was queued")
+	}
+}
+
+// A connection whose queue outgrows OutboundMaxBytes is a slow consumer:
+// its queue is cut to the partly written head and the encoding's 1008
+// frame follows it.
+func TestSlowConsumerQueueIsCutAndClosedInItsEncoding(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, OutboundMaxBytes: 64})
+	enc := &textEncoding{id: 2}
+	tr := newTestTransport(enc)
+	tr.setRoom(3)
+	c := authedConn(h, tr)
+	c.WriteFlush([]byte("<0123456789>"))
+	for c.Write(bytes.Repeat([]byte("x"), 10)) {
+	}
+	tr.setRoom(-1)
+	eventually(t, "closing frame written", func() bool { cw, _ := tr.counts(); return cw == 1 })
+	want := "<0123456789><2 close 1008 slow_consumer>"
+	if got := tr.written(); got != want {
+		t.Fatalf("written %q, want %q", got, want)
+	}
+	if r := c.CloseReason(); r != disconnect.SlowConsumer {
+		t.Fatalf("close reason %v", r)
+	}
+}
+
+// A broken transport drops the queue; nothing more is written.
+func TestBrokenTransportDropsTheQueue(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	tr := newTestTransport(&textEncoding{})
+	c := authedConn(h, tr)
+	tr.mu.Lock()
+	tr.broken = true
+	tr.mu.Unlock()
+	if !c.WriteFlush([]byte("lost")) {
+		t.Fatal("a write to an open connection was refused")
+	}
+	c.wmu.Lock()
+	queued := c.outBytes
+	c.wmu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d bytes still queued after the transport failed", queued)
+	}
+}
+
+// A handshake that does not complete in time gets the encoding's answer
+// and no closing frame (there is no session to close yet).
+func TestHandshakeTimeoutWritesTheEncodingsAnswer(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, HandshakeTimeout: 20 * time.Millisecond, Tick: 10 * time.Millisecond,
+		CloseTimeout: 20 * time.Millisecond})
+	tr := newTestTransport(&textEncoding{id: 5})
+	h.Register(tr)
+	eventually(t, "released", func() bool { _, cl := tr.counts(); return cl == 1 })
+	if got := tr.written(); got != "<5 timeout>" {
+		t.Fatalf("written %q, want only the handshake timeout answer", got)
+	}
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
+)
+
+// socket is what connState needs of netpoll's connection: its descriptor,
+// its peer's address (for logs), and its Close (which runs the close
+// callbacks).
+type socket interface {
+	Fd() int
+	RemoteAddr() net.Addr
+	Close() error
+}
+
+// connState is the hub.Transport of a WebSocket connection: the hub writes
+// its queue straight to the socket with non-blocking write(2)/writev(2)
+// (netpoll's own write path is not used), shuts the write side down after
+// a close frame, and releases the socket through netpoll.
+
+// Writev implements hub.Transport: the bytes of bufs the socket takes now;
+// EAGAIN is a short count with a nil error, anything else but EINTR an
+// error.
+func (st *connState) Writev(bufs [][]byte) (int, error) {
+	fd := st.nc.Fd()
+	for {
+		var n int
+		var err error
+		if len(bufs) == 1 {
+			n, err = unix.Write(fd, bufs[0])
+		} else {
+			n, err = unix.Writev(fd, bufs)
+		}
+		switch err {
+		case nil:
+			return n, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return max(n, 0), nil
+		}
+		return max(n, 0), err
+	}
+}
+
+// CloseWrite implements hub.Transport: shutdown(SHUT_WR), a FIN after the
+// close frame.
+func (st *connState) CloseWrite() error { return unix.Shutdown(st.nc.Fd(), unix.SHUT_WR) }
+
+// Encoding implements hub.Transport: WebSocket frames of MessagePack.
+func (*connState) Encoding() hub.Encoding { return wsframe.Encoding{} }
+
+// RemoteAddr is the peer's address (hub.Conn.RemoteAddr, logs).
+func (st *connState) RemoteAddr() net.Addr { return st.nc.RemoteAddr() }
+
+// Close implements hub.Transport: netpoll closes the socket and runs the
+// close callback (Hub.Closed).
+func (st *connState) Close() error { return st.nc.Close() }
