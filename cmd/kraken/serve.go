@@ -206,7 +206,7 @@ func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broke
 		}
 	}
 	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: nodeID, Options: opts, RetainTTL: cfg.RetainTTL,
-		Logger: log.Named("broker.nats")})
+		RetainReplicas: cfg.NATSReplicas, StateReplicas: cfg.NATSReplicas, Logger: log.Named("broker.nats")})
 	if err != nil {
 		return nil, err
 	}

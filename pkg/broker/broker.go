@@ -9,26 +9,43 @@
 //   - Publications, by interest: a node declares the routing keys and
 //     patterns it has local broadcast subscribers for (Interest) and
 //     receives only the publications that match them (Handler.HandleMessage).
+//
 //   - Load-balanced groups: a node declares the groups it has local members
 //     of (GroupInterest); each publication goes to exactly one node among
 //     those, cluster-wide, which hands it to one of its local members
 //     (Handler.HandleGroupMessage). The publishing node does not pick a local
 //     member itself: its own group copy comes through the bus like anyone's.
+//
 //   - Retained messages: every node follows every retained publish into its
 //     own retained store (Handler.HandleRetained), whether or not it has an
 //     interested subscriber at that moment; a backend that can keeps them,
 //     so a node that starts later gets the ones set before (natsbroker:
 //     JetStream).
 //
-// Presence, lobby state, connection counts and node liveness are the next
-// things to cross (a shared key-value state); until a backend carries them
-// they stay per node, as the original kept them.
+//   - Shared state: every node shares its local connections' room presence
+//     (SetPresence, ClearPresence) and its count of live connections per
+//     organisation (SetConnections), and is told the others' (HandlePresence,
+//     HandlePresenceGone, HandleConnections). Lobby state is room presence,
+//     so lobby watchers on any node see every node's members.
+//
+//   - Node liveness: when a node stops, gracefully or without a goodbye
+//     (killed, partitioned past the backend's liveness timeout), the others
+//     are told once (HandleNodeDown) and forget its presence and counts;
+//     each then emits the leaves of that node's members to its own members
+//     and lobby watchers. A node that comes back shares its state again.
+//
+// Shared state is eventually consistent: a change reaches the other nodes
+// within the bus's latency (about a millisecond on a healthy NATS cluster),
+// so the connection limit of an organisation is enforced within that slack:
+// the connections admitted on different nodes within one propagation delay
+// of each other can together exceed it, and while a node is cut off from
+// the bus it admits against the counts it last saw.
 //
 // # Contract
 //
-// Implementations are safe for concurrent use. Publish, Interest and
-// GroupInterest are called on the request path and on hub workers and must
-// never block on the network: a backend queues, and reports what it could
+// Implementations are safe for concurrent use. Publish, Interest,
+// GroupInterest, SetPresence, ClearPresence and SetConnections are called on
+// the request path and on hub workers and must never block on the network: a backend queues, and reports what it could
 // not send through its own logs and counters. Handler methods are called on
 // the backend's goroutines and return at once.
 //
@@ -79,6 +96,39 @@ type Handler interface {
 	// HandleRetained updates this node's retained store with another node's
 	// retained publish (m.Retain is set) without delivering it.
 	HandleRetained(m *Message)
+	// HandlePresence records another node's connection joining a room or
+	// changing its presence there (protocol.md §7.1). A Presence with the
+	// same Node and ID replaces the previous one, in whichever room.
+	HandlePresence(p *Presence)
+	// HandlePresenceGone records that another node's connection id left its
+	// room (or closed).
+	HandlePresenceGone(node, id string)
+	// HandleConnections records that node holds n live connections of the
+	// organisation org (0: none).
+	HandleConnections(node, org string, n int)
+	// HandleNodeDown is called once each time node is judged stopped
+	// (closed, or silent past the backend's liveness timeout): every
+	// presence and connection count of that node is to be forgotten; no
+	// HandlePresenceGone follows for them. A node judged down that comes
+	// back is seen through new HandlePresence and HandleConnections calls.
+	HandleNodeDown(node string)
+}
+
+// Presence is one connection's presence in a room as nodes share it
+// (protocol.md §7.1, §7.3). Data belongs to the receiver.
+type Presence struct {
+	// Node is the node that holds the connection and ID the connection's
+	// id on that node; together they name the member cluster-wide.
+	Node, ID string
+	// RoomID is the room's internal id (the key the registry uses) and
+	// RoomSlug the slug its clients used.
+	RoomID, RoomSlug string
+	// ActorTokenID is the member's actor.
+	ActorTokenID string
+	// Data is the raw MessagePack presence value the client sent.
+	Data []byte
+	// JoinedAt is when the connection joined the room, in unix seconds.
+	JoinedAt int64
 }
 
 // Broker is the fan-out slot. See the package doc for the contract.
@@ -100,6 +150,19 @@ type Broker interface {
 	// GroupInterest counts this node's local members of the load-balanced
 	// group name on key, as Interest does for broadcast subscriptions.
 	GroupInterest(name, key string, wildcard bool, delta int)
-	// Close disconnects and stops delivering.
+	// SetPresence shares the presence of a local connection (p.Node is this
+	// node): a join, an update, or a move to another room. p and its Data
+	// must not be modified afterwards. Calls for one id are made in order
+	// (the caller serialises them) and the last one wins.
+	SetPresence(p *Presence)
+	// ClearPresence withdraws the shared presence of local connection id
+	// (it left its room or closed). Clearing an id never set is a no-op.
+	ClearPresence(id string)
+	// SetConnections shares how many live connections of organisation org
+	// this node holds; 0 withdraws the count. Calls for one org are made in
+	// order (the caller serialises them) and the last one wins.
+	SetConnections(org string, n int)
+	// Close withdraws this node's shared state (the others get
+	// HandleNodeDown), disconnects and stops delivering.
 	Close() error
 }

@@ -83,6 +83,9 @@ type Config struct {
 	// NATSTLSCA is a CA file to verify the NATS servers' TLS certificates
 	// with (NATS_TLS_CA, "" for the system roots or no TLS).
 	NATSTLSCA string
+	// NATSReplicas is the JetStream replica count of the retained stream
+	// and the shared-state bucket (NATS_REPLICAS, 1–5).
+	NATSReplicas int
 	// NodeID names this node to the other nodes (NODE_ID; "" means the host
 	// name plus a random suffix, new at every start).
 	NodeID string

@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		Host: "0.0.0.0", WSPort: 8080, MQTTPort: 1883, AdminAddr: "127.0.0.1:9469",
 		AuthBackend: "static", AuthHTTPMaxInFlight: 64, ControlBackend: "noop", WebhookQueueSize: 10000, WebhookWorkers: 16, AuthFile: "examples/auth.json", AuthAllowAll: false,
-		BrokerBackend: "local", StoreBackend: "memory", RecordMessages: true,
+		BrokerBackend: "local", NATSReplicas: 1, StoreBackend: "memory", RecordMessages: true,
 		MaxMessageSize: 921600, MaxFrameSize: 1048576,
 		IdleTimeout: 60 * time.Second, FrameTimeout: 30 * time.Second, AuthTimeout: 30 * time.Second, HandshakeTimeout: 10 * time.Second,
 		RevalidateInterval: 600 * time.Second, TokenCacheTTL: 30 * time.Second,
@@ -72,6 +72,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"NATS_URL", "nats://a:4222,nats://b:4222", func(c Config) bool { return c.NATSURL == "nats://a:4222,nats://b:4222" }},
 		{"NATS_CREDS", "/etc/kraken/nats.creds", func(c Config) bool { return c.NATSCreds == "/etc/kraken/nats.creds" }},
 		{"NATS_TLS_CA", "/etc/kraken/ca.pem", func(c Config) bool { return c.NATSTLSCA == "/etc/kraken/ca.pem" }},
+		{"NATS_REPLICAS", "3", func(c Config) bool { return c.NATSReplicas == 3 }},
 		{"NODE_ID", "kraken-1", func(c Config) bool { return c.NodeID == "kraken-1" }},
 		{"STORE_BACKEND", "ets", func(c Config) bool { return c.StoreBackend == "memory" }},
 		{"STORE_BACKEND", "noop", func(c Config) bool { return c.StoreBackend == "noop" }},

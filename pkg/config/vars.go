@@ -111,6 +111,8 @@ var settings = []setting{
 		func(c *Config) *string { return &c.NATSCreds }, false),
 	stringSetting("NATS_TLS_CA", "", "CA file for the NATS servers' TLS certificates (BROKER_BACKEND=nats)",
 		func(c *Config) *string { return &c.NATSTLSCA }, false),
+	intSetting("NATS_REPLICAS", "1", "JetStream replicas of the retained messages and the shared presence state (BROKER_BACKEND=nats; 3 on a three-server NATS cluster survives a server)",
+		func(c *Config) *int { return &c.NATSReplicas }, 1, 5),
 	stringSetting("NODE_ID", "", "this node's id among the nodes (empty = host name plus a random suffix)",
 		func(c *Config) *string { return &c.NodeID }, false),
 	choiceSetting("STORE_BACKEND", "memory", "message store: memory or noop (ets is an alias of memory)",

@@ -1,8 +1,18 @@
 package presence
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Member is one connection's presence in a room (protocol.md §7.1).
 type Member[C comparable] struct {
-	Conn         C
+	// Conn is the local connection; the zero C for a member held by
+	// another node.
+	Conn C
+	// Node and ID name a member held by another node (its node id and
+	// connection id there); both empty for a local member.
+	Node, ID     string
 	ActorTokenID string
 	// Presence is the raw msgpack value the client sent as `data`.
 	Presence []byte
@@ -50,7 +60,8 @@ type Event[C comparable] struct {
 
 type room[C comparable] struct {
 	info     Room
-	members  []*Member[C]
+	members  []*Member[C] // local members, oldest first
+	remote   []*Member[C] // other nodes' members, in arrival order
 	watchers []watcher[C]
 }
 
@@ -65,7 +76,13 @@ type Registry[C comparable] struct {
 	rooms   map[string]*room[C] // by room id
 	inRoom  map[C]string        // connection -> room id
 	lobbies map[C][]lobbySub    // connection -> lobbies it watches
+	// remoteIn maps another node's member (remoteKey) to its room id, and
+	// byNode each node to its members' connection ids.
+	remoteIn map[remoteKey]string
+	byNode   map[string]map[string]struct{}
 }
+
+type remoteKey struct{ node, id string }
 
 type lobbySub struct {
 	slug  string
@@ -74,7 +91,8 @@ type lobbySub struct {
 
 // New returns an empty Registry.
 func New[C comparable]() *Registry[C] {
-	return &Registry[C]{rooms: map[string]*room[C]{}, inRoom: map[C]string{}, lobbies: map[C][]lobbySub{}}
+	return &Registry[C]{rooms: map[string]*room[C]{}, inRoom: map[C]string{}, lobbies: map[C][]lobbySub{},
+		remoteIn: map[remoteKey]string{}, byNode: map[string]map[string]struct{}{}}
 }
 
 // Set records m's presence in r (protocol.md §7.1): a connection not yet in
@@ -110,6 +128,17 @@ func (rg *Registry[C]) Disconnect(conn C) []Event[C] {
 	return out
 }
 
+// Local returns conn's own member record and room, as the other nodes are
+// to be told of it; ok is false when conn is in no room.
+func (rg *Registry[C]) Local(conn C) (m *Member[C], r Room, ok bool) {
+	id, ok := rg.inRoom[conn]
+	if !ok {
+		return nil, Room{}, false
+	}
+	rm := rg.rooms[id]
+	return rm.find(conn), rm.info, true
+}
+
 // RoomOf returns the room conn is in.
 func (rg *Registry[C]) RoomOf(conn C) (Room, bool) {
 	id, ok := rg.inRoom[conn]
@@ -133,12 +162,21 @@ func (rg *Registry[C]) Lobbies(conn C) []string {
 	return out
 }
 
-// Members returns the members of room id, oldest first.
+// Members returns the members of room id, this node's and the other
+// nodes', oldest first (by JoinedAt; local before remote on a tie). The
+// slice must not be modified.
 func (rg *Registry[C]) Members(id string) []*Member[C] {
-	if rm := rg.rooms[id]; rm != nil {
+	rm := rg.rooms[id]
+	if rm == nil {
+		return nil
+	}
+	if len(rm.remote) == 0 {
 		return rm.members
 	}
-	return nil
+	out := make([]*Member[C], 0, len(rm.members)+len(rm.remote))
+	out = append(append(out, rm.members...), rm.remote...)
+	slices.SortStableFunc(out, func(a, b *Member[C]) int { return cmp.Compare(a.JoinedAt, b.JoinedAt) })
+	return out
 }
 
 // Watch makes conn a watcher of rooms under the lobby slug (lobbySubscribe,
@@ -184,7 +222,7 @@ func (rg *Registry[C]) Snapshot(rooms []Room) map[Room][]*Member[C] {
 // Stats counts what the registry holds: rooms, members and lobby watches.
 func (rg *Registry[C]) Stats() (rooms, members, watches int) {
 	for _, rm := range rg.rooms {
-		members += len(rm.members)
+		members += len(rm.members) + len(rm.remote)
 		watches += len(rm.watchers)
 	}
 	return len(rg.rooms), members, watches
@@ -237,7 +275,7 @@ func (rg *Registry[C]) unwatch(conn C, ls lobbySub) {
 }
 
 func (rg *Registry[C]) dropIfEmpty(rm *room[C]) {
-	if len(rm.members) == 0 && len(rm.watchers) == 0 {
+	if len(rm.members) == 0 && len(rm.remote) == 0 && len(rm.watchers) == 0 {
 		delete(rg.rooms, rm.info.ID)
 	}
 }

@@ -30,6 +30,13 @@ func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*Config))
 
 // natsNode starts kraken node i on servers[i].
 func natsNode(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Config)) (*Server, *natsbroker.Broker) {
+	return natsNodeWith(t, servers, i, mutate, nil)
+}
+
+// natsNodeWith is natsNode with a change to the node's broker
+// configuration. Liveness is judged fast (heartbeat 100 ms, timeout 500 ms)
+// so that a stopped node's leaves come within a test's patience.
+func natsNodeWith(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Config), brokerConfig func(*natsbroker.Config)) (*Server, *natsbroker.Broker) {
 	t.Helper()
 	own := servers[i]
 	urls := []string{own.ClientURL()}
@@ -39,7 +46,11 @@ func natsNode(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Co
 		}
 	}
 	id := fmt.Sprintf("node%d", i)
-	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: id})
+	bc := natsbroker.Config{URLs: urls, Node: id, Heartbeat: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond}
+	if brokerConfig != nil {
+		brokerConfig(&bc)
+	}
+	b, err := natsbroker.New(bc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,7 @@ func disconnectPayload(reason string) []byte {
 func (s *Server) dropRevokedPresence(w hub.Writer, c *hub.Conn, g *auth.Grant) {
 	if room, ok := s.pres.RoomOf(c); ok {
 		if id, ok := g.Rules.RoomBySlug(room.Slug); !ok || id != room.ID {
+			s.unsharePresence(c)
 			s.emit(w, s.pres.Leave(c))
 		}
 	}

@@ -184,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 	if s.distributed() {
 		hc.OnInterest = cfg.Broker.Interest
 		hc.OnGroupInterest = cfg.Broker.GroupInterest
+		s.orgs.share = cfg.Broker.SetConnections
 	}
 	s.hub = hub.New(hc)
 	if n, ok := cfg.Auth.(auth.Notifier); ok {
@@ -271,7 +272,10 @@ func (s *Server) connClosed(c *hub.Conn) {
 		s.orgs.release(sess.LimitOrg)
 	}
 	if c.Phase() == hub.PhaseAuthed {
-		s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Disconnect(c)) })
+		s.hub.RunShared(func(w hub.Writer) {
+			s.unsharePresence(c)
+			s.emit(w, s.pres.Disconnect(c))
+		})
 	}
 	s.closed(c) // counted and logged (stats.go)
 }

@@ -36,7 +36,10 @@ func (s *Server) presenceSet(st *connState, cmd *wire.Command) {
 	room := presence.Room{ID: roomID, Slug: cmd.RoomID}
 	m := presence.Member[*hub.Conn]{Conn: st.c, ActorTokenID: g.ActorTokenID, Presence: append([]byte(nil), cmd.Data...)}
 	now := time.Now().Unix()
-	s.hub.RunShared(func(w hub.Writer) { s.emit(w, s.pres.Set(room, m, now)) })
+	s.hub.RunShared(func(w hub.Writer) {
+		s.emit(w, s.pres.Set(room, m, now))
+		s.sharePresence(st.c)
+	})
 }
 
 // getPresence answers `presenceList` (protocol.md §7.2) with the members of

@@ -28,6 +28,19 @@ type Cluster struct {
 	// Settle is how long a change of interest takes to reach the bus (0 for
 	// in-process buses); the suite waits that long after declaring interest.
 	Settle time.Duration
+	// Kill, if set, stops a started node without a goodbye, as a killed
+	// process does: it sends nothing more and withdraws nothing. The suite
+	// then expects the others to judge it down within LivenessTimeout (plus
+	// scheduling slack) and its state to be purged. Close may be called
+	// on a killed node and does nothing.
+	Kill func(broker.Broker)
+	// LivenessTimeout is the backend's liveness timeout as the cluster is
+	// configured (0 for a bus that knows at once).
+	LivenessTimeout time.Duration
+	// NoSharedState skips the shared-state cases (presence, counts,
+	// liveness): the cluster is configured without them (natsbroker on
+	// servers without JetStream).
+	NoSharedState bool
 }
 
 // Wait bounds every wait for a delivery.
@@ -45,6 +58,18 @@ func Run(t *testing.T, c Cluster) {
 	t.Run("GroupGetsEachMessageOnceClusterWide", func(t *testing.T) { groupsOnce(t, c) })
 	t.Run("RetainedReachesEveryNode", func(t *testing.T) { retainedEverywhere(t, c) })
 	t.Run("MessageFieldsSurvive", func(t *testing.T) { fieldsSurvive(t, c) })
+	if c.NoSharedState {
+		return
+	}
+	t.Run("PresenceReachesEveryOtherNode", func(t *testing.T) { presenceReaches(t, c) })
+	t.Run("PresenceUpdateAndMoveReplace", func(t *testing.T) { presenceReplaces(t, c) })
+	t.Run("ClearPresenceIsGoneElsewhere", func(t *testing.T) { presenceClears(t, c) })
+	t.Run("ConnectionCountsPerOrganisation", func(t *testing.T) { connectionCounts(t, c) })
+	t.Run("LateNodeGetsTheCurrentState", func(t *testing.T) { lateNodeGetsState(t, c) })
+	t.Run("ClosedNodeIsDownOnce", func(t *testing.T) { closedNodeDown(t, c) })
+	if c.Kill != nil {
+		t.Run("KilledNodeIsJudgedDownAndPurged", func(t *testing.T) { killedNodeDown(t, c) })
+	}
 }
 
 // Recorder is a broker.Handler that records what a node receives.
@@ -53,8 +78,38 @@ type Recorder struct {
 	messages []*broker.Message
 	groups   []GroupDelivery
 	retained []*broker.Message
+	events   []Event
 	changed  chan struct{}
 }
+
+// EventKind says which shared-state Handler method an Event records.
+type EventKind int
+
+// The shared-state Handler methods.
+const (
+	EventPresence     EventKind = iota + 1 // HandlePresence
+	EventPresenceGone                      // HandlePresenceGone
+	EventConnections                       // HandleConnections
+	EventNodeDown                          // HandleNodeDown
+)
+
+// Event is one shared-state Handler call: Presence for EventPresence;
+// Node and ID for EventPresenceGone; Node, Org and N for EventConnections;
+// Node for EventNodeDown.
+type Event struct {
+	Kind     EventKind
+	Presence *broker.Presence
+	Node, ID string
+	Org      string
+	N        int
+	At       time.Time // when the call was made
+}
+
+// Member names a connection cluster-wide.
+type Member struct{ Node, ID string }
+
+// OrgCount names one node's count of one organisation.
+type OrgCount struct{ Node, Org string }
 
 // GroupDelivery is one HandleGroupMessage call.
 type GroupDelivery struct {
@@ -79,6 +134,76 @@ func (r *Recorder) HandleGroupMessage(m *broker.Message, name, key string) {
 func (r *Recorder) HandleRetained(m *broker.Message) {
 	r.add(func() { r.retained = append(r.retained, m) })
 }
+
+// HandlePresence implements broker.Handler.
+func (r *Recorder) HandlePresence(p *broker.Presence) {
+	r.event(Event{Kind: EventPresence, Presence: p, Node: p.Node, ID: p.ID})
+}
+
+// HandlePresenceGone implements broker.Handler.
+func (r *Recorder) HandlePresenceGone(node, id string) {
+	r.event(Event{Kind: EventPresenceGone, Node: node, ID: id})
+}
+
+// HandleConnections implements broker.Handler.
+func (r *Recorder) HandleConnections(node, org string, n int) {
+	r.event(Event{Kind: EventConnections, Node: node, Org: org, N: n})
+}
+
+// HandleNodeDown implements broker.Handler.
+func (r *Recorder) HandleNodeDown(node string) {
+	r.event(Event{Kind: EventNodeDown, Node: node})
+}
+
+func (r *Recorder) event(e Event) {
+	e.At = time.Now()
+	r.add(func() { r.events = append(r.events, e) })
+}
+
+// Events returns a copy of the shared-state calls recorded, in order.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// State is what the recorded shared-state calls add up to, as a node
+// would keep it: each member's newest presence, each node's count per
+// organisation (none for 0), and a node's entries dropped on its
+// HandleNodeDown.
+func (r *Recorder) State() (presence map[Member]*broker.Presence, counts map[OrgCount]int) {
+	presence, counts = map[Member]*broker.Presence{}, map[OrgCount]int{}
+	for _, e := range r.Events() {
+		switch e.Kind {
+		case EventPresence:
+			presence[Member{e.Node, e.ID}] = e.Presence
+		case EventPresenceGone:
+			delete(presence, Member{e.Node, e.ID})
+		case EventConnections:
+			if e.N > 0 {
+				counts[OrgCount{e.Node, e.Org}] = e.N
+			} else {
+				delete(counts, OrgCount{e.Node, e.Org})
+			}
+		case EventNodeDown:
+			for m := range presence {
+				if m.Node == e.Node {
+					delete(presence, m)
+				}
+			}
+			for k := range counts {
+				if k.Node == e.Node {
+					delete(counts, k)
+				}
+			}
+		}
+	}
+	return presence, counts
+}
+
+// Changed is signalled (without blocking, capacity one) after each call
+// recorded.
+func (r *Recorder) Changed() <-chan struct{} { return r.changed }
 
 func (r *Recorder) add(f func()) {
 	r.mu.Lock()
@@ -105,18 +230,30 @@ type node struct {
 
 func startNodes(t *testing.T, c Cluster, ids ...string) []node {
 	t.Helper()
-	var out []node
+	ns, _ := startCluster(t, c, ids...)
+	return ns
+}
+
+// startCluster starts the nodes ids on a new cluster and returns them and
+// a function that starts one more node on that cluster.
+func startCluster(t *testing.T, c Cluster, ids ...string) ([]node, func(id string) node) {
+	t.Helper()
 	newNode := c.New(t)
-	for _, id := range ids {
+	more := func(id string) node {
+		t.Helper()
 		b := newNode(id)
 		rec := NewRecorder()
 		if err := b.Start(context.Background(), rec); err != nil {
 			t.Fatalf("start %s: %v", id, err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
-		out = append(out, node{b, rec, id})
+		return node{b, rec, id}
 	}
-	return out
+	var out []node
+	for _, id := range ids {
+		out = append(out, more(id))
+	}
+	return out, more
 }
 
 func msg(from, key string, i int) *broker.Message {

@@ -26,6 +26,16 @@ func (Broker) Interest(string, bool, int) {}
 // locally.
 func (Broker) GroupInterest(string, string, bool, int) {}
 
+// SetPresence implements broker.Broker; presence stays in this node's
+// registry.
+func (Broker) SetPresence(*broker.Presence) {}
+
+// ClearPresence implements broker.Broker.
+func (Broker) ClearPresence(string) {}
+
+// SetConnections implements broker.Broker; this node's count is the total.
+func (Broker) SetConnections(string, int) {}
+
 // Close implements broker.Broker.
 func (Broker) Close() error { return nil }
 

@@ -38,6 +38,8 @@ type Node struct {
 	// Guarded by bus.mu.
 	interest map[pattern]int
 	groups   map[groupKey]int
+	presence map[string]*broker.Presence // shared presence by connection id
+	conns    map[string]int              // shared connection count by org
 }
 
 type pattern struct {
@@ -53,7 +55,8 @@ type groupKey struct {
 // Node returns a new node with id (the broker.Message.Node of what it
 // publishes) on the bus; it joins the bus on Start.
 func (b *Bus) Node(id string) *Node {
-	return &Node{bus: b, id: id, interest: map[pattern]int{}, groups: map[groupKey]int{}}
+	return &Node{bus: b, id: id, interest: map[pattern]int{}, groups: map[groupKey]int{},
+		presence: map[string]*broker.Presence{}, conns: map[string]int{}}
 }
 
 // Deliveries returns how many node deliveries the bus has made: one per
@@ -65,13 +68,89 @@ func (b *Bus) Deliveries() int {
 	return b.sent
 }
 
-// Start implements broker.Broker.
+// Start implements broker.Broker. The node is told the shared state of
+// the nodes already on the bus before Start returns.
 func (n *Node) Start(_ context.Context, h broker.Handler) error {
 	n.bus.mu.Lock()
-	defer n.bus.mu.Unlock()
 	n.h = h
+	var state []func()
+	for _, o := range n.bus.nodes {
+		if o.closed {
+			continue
+		}
+		for _, p := range o.presence {
+			cp := copyPresence(p)
+			state = append(state, func() { h.HandlePresence(cp) })
+		}
+		for org, c := range o.conns {
+			state = append(state, func() { h.HandleConnections(o.id, org, c) })
+		}
+	}
 	n.bus.nodes = append(n.bus.nodes, n)
+	n.bus.mu.Unlock()
+	for _, f := range state {
+		f()
+	}
 	return nil
+}
+
+// SetPresence implements broker.Broker.
+func (n *Node) SetPresence(p *broker.Presence) {
+	n.share(func() { n.presence[p.ID] = p }, func(h broker.Handler) { h.HandlePresence(copyPresence(p)) })
+}
+
+// ClearPresence implements broker.Broker.
+func (n *Node) ClearPresence(id string) {
+	var had bool
+	n.share(func() { _, had = n.presence[id]; delete(n.presence, id) }, func(h broker.Handler) {
+		if had {
+			h.HandlePresenceGone(n.id, id)
+		}
+	})
+}
+
+// SetConnections implements broker.Broker.
+func (n *Node) SetConnections(org string, c int) {
+	n.share(func() {
+		if c > 0 {
+			n.conns[org] = c
+		} else {
+			delete(n.conns, org)
+		}
+	}, func(h broker.Handler) { h.HandleConnections(n.id, org, c) })
+}
+
+// share applies change to n's state under the bus lock, then calls tell
+// for every other open node's handler, outside it.
+func (n *Node) share(change func(), tell func(broker.Handler)) {
+	n.bus.mu.Lock()
+	if n.closed || n.h == nil {
+		n.bus.mu.Unlock()
+		return
+	}
+	change()
+	others := n.others()
+	n.bus.mu.Unlock()
+	for _, h := range others {
+		tell(h)
+	}
+}
+
+// others returns the handlers of the other open nodes; bus.mu is held.
+func (n *Node) others() []broker.Handler {
+	var out []broker.Handler
+	for _, o := range n.bus.nodes {
+		if o != n && !o.closed {
+			out = append(out, o.h)
+		}
+	}
+	return out
+}
+
+func copyPresence(p *broker.Presence) *broker.Presence {
+	cp := *p
+	cp.Data = append([]byte(nil), p.Data...)
+	return &cp
 }
 
 // Interest implements broker.Broker.
@@ -159,11 +238,24 @@ func (n *Node) Publish(m *broker.Message) error {
 	return nil
 }
 
-// Close implements broker.Broker: the node leaves the bus.
+// Close implements broker.Broker: the node leaves the bus and the others
+// are told HandleNodeDown. An in-memory bus has no liveness timeout, so a
+// node that stops without a goodbye and one that closes look the same.
 func (n *Node) Close() error {
 	n.bus.mu.Lock()
-	defer n.bus.mu.Unlock()
+	if n.closed {
+		n.bus.mu.Unlock()
+		return nil
+	}
 	n.closed = true
+	var others []broker.Handler
+	if n.h != nil {
+		others = n.others()
+	}
+	n.bus.mu.Unlock()
+	for _, h := range others {
+		h.HandleNodeDown(n.id)
+	}
 	return nil
 }
 

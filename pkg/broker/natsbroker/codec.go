@@ -93,3 +93,42 @@ func decode(b []byte) (m *broker.Message, seq uint64, err error) {
 	m.Retain, m.ClearRetained = flags&1 != 0, flags&2 != 0
 	return m, seq, nil
 }
+
+// A presence travels as the value of its KV key p.<node>.<id> (keys.go),
+// one MessagePack array (version 1): [1, roomId, roomSlug, actorTokenId,
+// data(bin), joinedAt]. Node and ID come from the key.
+
+func encodePresence(p *broker.Presence) []byte {
+	b := make([]byte, 0, 32+len(p.RoomID)+len(p.RoomSlug)+len(p.ActorTokenID)+len(p.Data))
+	b = msgp.AppendArrayHeader(b, 6)
+	b = msgp.AppendInt(b, codecVersion)
+	b = msgp.AppendString(b, p.RoomID)
+	b = msgp.AppendString(b, p.RoomSlug)
+	b = msgp.AppendString(b, p.ActorTokenID)
+	b = msgp.AppendBytes(b, p.Data)
+	return msgp.AppendInt64(b, p.JoinedAt)
+}
+
+func decodePresence(node, id string, b []byte) (*broker.Presence, error) {
+	n, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil || n != 6 {
+		return nil, errCodec
+	}
+	var v int
+	if v, b, err = msgp.ReadIntBytes(b); err != nil || v != codecVersion {
+		return nil, errCodec
+	}
+	p := &broker.Presence{Node: node, ID: id}
+	for _, dst := range []*string{&p.RoomID, &p.RoomSlug, &p.ActorTokenID} {
+		if *dst, b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, errCodec
+		}
+	}
+	if p.Data, b, err = msgp.ReadBytesBytes(b, nil); err != nil {
+		return nil, errCodec
+	}
+	if p.JoinedAt, _, err = msgp.ReadInt64Bytes(b); err != nil {
+		return nil, errCodec
+	}
+	return p, nil
+}

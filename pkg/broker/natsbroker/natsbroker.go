@@ -44,6 +44,22 @@ type Config struct {
 	// RetainReplicas is the JetStream replica count of the retained
 	// stream; 0 means 1 (3 on a three-server cluster survives a server).
 	RetainReplicas int
+	// StateReplicas is the replica count of the shared-state KV bucket
+	// (StateBucket); 0 means RetainReplicas.
+	StateReplicas int
+	// Heartbeat is how often the node puts its liveness key; 0 means 1 s.
+	// LivenessTimeout is how long another node's keys may go without a put
+	// before it is judged down; 0 means 3 s, and it must be at least twice
+	// Heartbeat.
+	Heartbeat, LivenessTimeout time.Duration
+	// StateTimeout bounds each KV call of the shared state, and the
+	// goodbye of Close; 0 means 2 s.
+	StateTimeout time.Duration
+	// StateQueue bounds the own state changes waiting to be written
+	// (coalesced per key: a connection's presence, an organisation's
+	// count); 0 means 65536. A change past it is dropped, counted, and
+	// repaired by rewriting the whole state once the queue is empty.
+	StateQueue int
 	// Logger receives connection-state lines; nil means none.
 	Logger *zap.Logger
 }
@@ -58,12 +74,34 @@ type Stats struct {
 	// dropped as a second copy of one publish (overlapping interests);
 	// Malformed those that did not decode.
 	Received, Duplicates, Malformed uint64
-	// Reconnects counts reconnections to NATS.
+	// Reconnects counts reconnections to NATS, of either connection.
 	Reconnects uint64
+	// StateWrites counts the shared-state KV writes made (puts and deletes
+	// of own keys, purges); StateDropped the own state changes dropped on
+	// a full queue (repaired later); StateErrors the KV calls that failed
+	// (retried); StateMalformed the keys or values that did not decode.
+	StateWrites, StateDropped, StateErrors, StateMalformed uint64
+	// NodesDown counts the HandleNodeDown calls; Purged the keys of down
+	// nodes this node deleted; Rejoins the times this node found itself
+	// judged down by the others and wrote its state again.
+	NodesDown, Purged, Rejoins uint64
 }
 
 // Broker is a broker.Broker over NATS. Create it with New; it is safe for
 // concurrent use.
+//
+// It holds two NATS connections. The first, opened with NoEcho, carries
+// every publish, the broadcast-interest and retained subscriptions and
+// JetStream, so NATS never sends a node back its own publish: a publish
+// costs one message in and one out per interested other node. The second,
+// with echo, holds only the queue-group subscriptions, so the publishing
+// node's own members stay in the queue group: NATS picks one member node
+// among all of them, the publisher included.
+//
+// Presence, connection counts and node liveness are a JetStream KV bucket
+// (state.go). Without JetStream on the servers they stay per node, as
+// retained messages published before a node started are then lost to it:
+// logged once at start.
 //
 // Publications go to the subject of their routing key; a node subscribes to
 // the subjects of the keys and patterns it has interest in (one NATS
@@ -80,7 +118,9 @@ type Broker struct {
 	msgs     string // subject prefix of publications
 	kept     string // subject prefix of retained copies
 	seq      atomic.Uint64
-	nc       *nats.Conn
+	nc       *nats.Conn // NoEcho: publishes, broadcast interest, retained, JetStream
+	qc       *nats.Conn // echo: queue groups
+	state    *shared
 	h        broker.Handler
 	dedup    dedup
 	stats    counters
@@ -131,19 +171,72 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.RetainReplicas <= 0 {
 		cfg.RetainReplicas = 1
 	}
+	if cfg.StateReplicas <= 0 {
+		cfg.StateReplicas = cfg.RetainReplicas
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.LivenessTimeout <= 0 {
+		cfg.LivenessTimeout = 3 * time.Second
+	}
+	if cfg.LivenessTimeout < 2*cfg.Heartbeat {
+		return nil, errors.New("natsbroker: LivenessTimeout must be at least twice Heartbeat")
+	}
+	if cfg.StateTimeout <= 0 {
+		cfg.StateTimeout = 2 * time.Second
+	}
+	if cfg.StateQueue <= 0 {
+		cfg.StateQueue = 65536
+	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, msgs: cfg.Prefix + ".m", kept: cfg.Prefix + ".r",
 		subs: map[interest]*interestSubs{}}
 	b.seq.Store(uint64(rand.Uint32()) << 32) // this run's sequence space (see codec.go)
+	b.state = newShared(b)
 	return b, nil
 }
 
-// Start connects to NATS and subscribes to the retained subjects. A first
-// connection that fails is retried in the background (the node serves its
-// own connections meanwhile), so Start fails only on a bad configuration.
+// Start connects to NATS, subscribes to the retained subjects and starts
+// sharing state; it waits up to StateTimeout for the other nodes' current
+// state when connected. A first connection that fails is retried in the
+// background (the node serves its own connections meanwhile), so Start
+// fails only on a bad configuration.
 func (b *Broker) Start(_ context.Context, h broker.Handler) error {
 	b.h = h
-	opts := append([]nats.Option{
-		nats.Name("kraken " + b.cfg.Node),
+	url := strings.Join(b.cfg.URLs, ",")
+	nc, err := nats.Connect(url, b.options("kraken "+b.cfg.Node, true)...)
+	if err != nil {
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	qc, err := nats.Connect(url, b.options("kraken "+b.cfg.Node+" groups", false)...)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	b.nc, b.qc = nc, qc
+	if err := b.followRetained(); err != nil {
+		nc.Close()
+		qc.Close()
+		return err
+	}
+	b.state.start()
+	if nc.IsConnected() {
+		b.log.Info("connected to NATS", zap.String("server", nc.ConnectedUrlRedacted()), zap.String("node", b.cfg.Node))
+		b.state.waitReady(b.cfg.StateTimeout)
+	}
+	return nil
+}
+
+// options are the nats.go options of one of the two connections; the
+// first (publish) one is NoEcho and triggers the shared state's rewrite on
+// reconnection.
+func (b *Broker) options(name string, first bool) []nats.Option {
+	conn := "groups"
+	if first {
+		conn = "publish"
+	}
+	opts := []nats.Option{
+		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(b.cfg.ReconnectBuffer),
@@ -152,29 +245,24 @@ func (b *Broker) Start(_ context.Context, h broker.Handler) error {
 			if nc.IsClosed() {
 				return // Close, not a loss
 			}
-			b.log.Warn("NATS connection lost; serving local traffic, reconnecting", zap.Error(err))
+			b.log.Warn("NATS connection lost; serving local traffic, reconnecting", zap.String("conn", conn), zap.Error(err))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.stats.reconnects.Add(1)
-			b.log.Info("NATS reconnected; interest declared again", zap.String("server", nc.ConnectedUrlRedacted()))
+			b.log.Info("NATS reconnected; interest declared again", zap.String("conn", conn),
+				zap.String("server", nc.ConnectedUrlRedacted()))
+			if first {
+				b.state.reconnected()
+			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			b.log.Warn("NATS error", zap.Error(err))
+			b.log.Warn("NATS error", zap.String("conn", conn), zap.Error(err))
 		}),
-	}, b.cfg.Options...)
-	nc, err := nats.Connect(strings.Join(b.cfg.URLs, ","), opts...)
-	if err != nil {
-		return fmt.Errorf("natsbroker: %w", err)
 	}
-	b.nc = nc
-	if err := b.followRetained(); err != nil {
-		nc.Close()
-		return err
+	if first {
+		opts = append(opts, nats.NoEcho())
 	}
-	if nc.IsConnected() {
-		b.log.Info("connected to NATS", zap.String("server", nc.ConnectedUrlRedacted()), zap.String("node", b.cfg.Node))
-	}
-	return nil
+	return append(opts, b.cfg.Options...)
 }
 
 // retainedStream is the JetStream stream of retained messages: one message
@@ -298,7 +386,7 @@ func (b *Broker) subscribe(in interest) []*nats.Subscription {
 			s, err = b.nc.Subscribe(subject, b.onMessage)
 		} else {
 			name, key := in.group, in.key
-			s, err = b.nc.QueueSubscribe(subject, queueName(name, key, in.wildcard), func(msg *nats.Msg) {
+			s, err = b.qc.QueueSubscribe(subject, queueName(name, key, in.wildcard), func(msg *nats.Msg) {
 				b.onGroup(msg, name, key)
 			})
 		}
@@ -365,17 +453,21 @@ func (b *Broker) onRetainedData(data []byte, replayed bool) {
 	b.h.HandleRetained(m)
 }
 
-// Ready reports whether the node is connected to NATS (an error saying why
-// not otherwise), for readiness checks.
+// Ready reports whether both of the node's connections to NATS are up (an
+// error saying which is not otherwise), for readiness checks.
 func (b *Broker) Ready() error {
 	if b.nc == nil || !b.nc.IsConnected() {
 		return errors.New("natsbroker: not connected to NATS")
 	}
+	if !b.qc.IsConnected() {
+		return errors.New("natsbroker: group connection to NATS is down")
+	}
 	return nil
 }
 
-// ConnectedURL returns the URL of the NATS server the node is connected to,
-// credentials redacted, or "" while disconnected.
+// ConnectedURL returns the URL of the NATS server the node's publish
+// connection is connected to, credentials redacted, or "" while
+// disconnected.
 func (b *Broker) ConnectedURL() string {
 	if b.nc == nil {
 		return ""
@@ -387,23 +479,59 @@ func (b *Broker) ConnectedURL() string {
 func (b *Broker) Stats() Stats {
 	return Stats{Published: b.stats.published.Load(), Dropped: b.stats.dropped.Load(),
 		Received: b.stats.received.Load(), Duplicates: b.stats.duplicates.Load(),
-		Malformed: b.stats.malformed.Load(), Reconnects: b.stats.reconnects.Load()}
+		Malformed: b.stats.malformed.Load(), Reconnects: b.stats.reconnects.Load(),
+		StateWrites: b.state.stats.writes.Load(), StateDropped: b.state.stats.dropped.Load(),
+		StateErrors: b.state.stats.errors.Load(), StateMalformed: b.state.stats.malformed.Load(),
+		NodesDown: b.state.stats.nodesDown.Load(), Purged: b.state.stats.purged.Load(),
+		Rejoins: b.state.stats.rejoins.Load()}
 }
 
-// Close implements broker.Broker: pending publishes are flushed (for at
-// most a second) and the connection closed.
-func (b *Broker) Close() error {
+// Close implements broker.Broker: the node deletes its liveness key (the
+// others call HandleNodeDown) and its presence and count keys, within
+// StateTimeout, then flushes pending publishes (for at most a second) and
+// closes both connections.
+func (b *Broker) Close() error { return b.stop(true) }
+
+// stop closes the broker; without goodbye it leaves its keys behind, as a
+// killed node does (tests).
+func (b *Broker) stop(goodbye bool) error {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
 	b.closed = true
 	b.mu.Unlock()
 	if b.nc == nil {
 		return nil
 	}
-	if b.retained != nil {
-		b.retained.Stop()
+	if !goodbye {
+		b.nc.Close()
+		b.qc.Close()
 	}
-	_ = b.nc.FlushTimeout(time.Second)
-	b.nc.Close()
+	// No goodbye while disconnected: the others judge this node down.
+	b.state.shutdown(goodbye && b.nc.IsConnected())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if b.retained != nil {
+			// Stop waits while nats.go makes the consumer again, which it
+			// retries as long as the stream is missing (a server that lost
+			// its store): closing the connection below ends that.
+			b.retained.Stop()
+		}
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+	}
+	for _, c := range []*nats.Conn{b.nc, b.qc} {
+		if c.IsConnected() {
+			_ = c.FlushTimeout(time.Second)
+		}
+		c.Close()
+	}
+	<-stopped
 	return nil
 }
 

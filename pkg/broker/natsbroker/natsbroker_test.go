@@ -62,22 +62,35 @@ func TestRetainedSurvivesForALateNode(t *testing.T) {
 	}
 }
 
+// Short liveness in tests: a killed node is judged down within about
+// half a second.
+const (
+	testHeartbeat = 100 * time.Millisecond
+	testLiveness  = 500 * time.Millisecond
+)
+
+func newNode(t *testing.T, url, id string) *natsbroker.Broker {
+	t.Helper()
+	b, err := natsbroker.New(natsbroker.Config{URLs: []string{url}, Node: id,
+		Heartbeat: testHeartbeat, LivenessTimeout: testLiveness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestConformanceWithJetStream(t *testing.T) {
-	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond,
+	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond, Kill: natsbroker.Kill, LivenessTimeout: testLiveness,
 		New: func(t *testing.T) func(string) broker.Broker {
 			s := natstest.RunJetStream(t)
-			return func(id string) broker.Broker {
-				b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
+			return func(id string) broker.Broker { return newNode(t, s.ClientURL(), id) }
 		}})
 }
 
+// Without JetStream on the server, publications, groups and live retained
+// copies still cross; shared state stays per node.
 func TestConformanceOnOneServer(t *testing.T) {
-	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond,
+	brokertest.Run(t, brokertest.Cluster{Settle: 100 * time.Millisecond, NoSharedState: true,
 		New: func(t *testing.T) func(string) broker.Broker {
 			s := natstest.RunServer(t, nil)
 			return func(id string) broker.Broker {
@@ -93,18 +106,14 @@ func TestConformanceOnOneServer(t *testing.T) {
 // The suite again with every node on a different server of a three-server
 // cluster: interest crosses the routes.
 func TestConformanceAcrossAClusterOfServers(t *testing.T) {
-	brokertest.Run(t, brokertest.Cluster{Settle: 300 * time.Millisecond,
+	brokertest.Run(t, brokertest.Cluster{Settle: 300 * time.Millisecond, Kill: natsbroker.Kill, LivenessTimeout: testLiveness,
 		New: func(t *testing.T) func(string) broker.Broker {
 			servers := natstest.Cluster(t, 3)
 			next := 0
 			return func(id string) broker.Broker {
 				s := servers[next%len(servers)]
 				next++
-				b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+				return newNode(t, s.ClientURL(), id)
 			}
 		}})
 }

@@ -4,6 +4,7 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -56,8 +57,27 @@ func RunJetStream(t testing.TB) *natsserver.Server {
 
 // Cluster starts n NATS servers joined as one cluster by routes, JetStream
 // on (each with its own temporary store), and waits until every server has
-// a route to every other and JetStream has a meta leader.
+// a route to every other and JetStream has a meta leader. A cluster that
+// does not come up (a free port taken meanwhile by another process) is
+// shut down and started again on new ports, up to three times.
 func Cluster(t testing.TB, n int) []*natsserver.Server {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var servers []*natsserver.Server
+		if servers, err = startCluster(t, n); err == nil {
+			return servers
+		}
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	t.Fatalf("natstest: %v", err)
+	return nil
+}
+
+func startCluster(t testing.TB, n int) ([]*natsserver.Server, error) {
 	t.Helper()
 	ports := make([]int, n)
 	for i := range ports {
@@ -75,13 +95,15 @@ func Cluster(t testing.TB, n int) []*natsserver.Server {
 			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))}))
 	}
 	for _, s := range servers {
-		waitReady(t, s)
+		if !s.ReadyForConnections(10 * time.Second) {
+			return servers, fmt.Errorf("NATS server %s not ready", s.Name())
+		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, s := range servers {
 		for s.NumRoutes() < n-1 {
 			if time.Now().After(deadline) {
-				t.Fatalf("natstest: server %s has %d routes, want %d", s.Name(), s.NumRoutes(), n-1)
+				return servers, fmt.Errorf("server %s has %d routes, want %d", s.Name(), s.NumRoutes(), n-1)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -92,15 +114,18 @@ func Cluster(t testing.TB, n int) []*natsserver.Server {
 			leader = leader || s.JetStreamIsLeader()
 		}
 		if leader {
-			break
+			return servers, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("natstest: no JetStream meta leader")
+			return servers, errors.New("no JetStream meta leader")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return servers
 }
+
+// FreePort returns a loopback TCP port nothing listens on now, e.g. to
+// restart a server on the same port.
+func FreePort(t testing.TB) int { return freePort(t) }
 
 // freePort returns a loopback TCP port nothing listens on now.
 func freePort(t testing.TB) int {

@@ -1,0 +1,30 @@
+// Package natsbroker joins kraken nodes over NATS (BROKER_BACKEND=nats):
+// a broker.Broker whose nodes share one NATS system (a server or a
+// cluster), JetStream on for what must outlive a publish.
+//
+//   - Publications go to the subject of their routing key (subject.go);
+//     a node subscribes to the subjects of the keys and patterns it has
+//     interest in, so NATS sends one message per interested node. The
+//     connection that publishes is NoEcho: a node is never sent its own
+//     publish back.
+//   - Load-balanced groups are NATS queue groups, on a second connection
+//     with echo, so the publishing node's own members take part.
+//   - Retained messages are a JetStream stream (KRAKEN_RETAINED, one
+//     message per retained subject, RetainTTL, MaxRetained,
+//     RetainReplicas) that every node follows from the start.
+//   - Presence, per-organisation connection counts and node liveness are a
+//     JetStream KV bucket (StateBucket, StateReplicas replicas, default
+//     RetainReplicas): see state.go for the keys, how a node is judged down
+//     (Heartbeat, LivenessTimeout) and who purges its keys.
+//
+// Without JetStream on the servers, publications and groups cross as
+// usual, but retained messages set before a node started do not reach it
+// and presence, connection counts and liveness stay per node; each is
+// logged once at start.
+//
+// A Broker is safe for concurrent use. Nothing its callers call waits on
+// the network: publishes and subscriptions are queued by nats.go, shared
+// state changes by the broker's writer goroutine (coalesced per key,
+// bounded by StateQueue, dropped changes counted and repaired). Handler
+// methods are called on nats.go's and the broker's goroutines.
+package natsbroker

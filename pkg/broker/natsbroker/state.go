@@ -1,0 +1,737 @@
+package natsbroker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+)
+
+// Shared state (presence, connection counts, liveness) is one JetStream KV
+// bucket, <Prefix>_STATE, History 1, keys as keys.go describes. A node
+//
+//   - writes its own keys from one goroutine (the writer): SetPresence,
+//     ClearPresence and SetConnections only record the wanted value of a key
+//     and queue the key, coalesced (a key queued twice is written once, with
+//     its newest value), so callers never wait on NATS;
+//   - puts its liveness key n.<node> every Heartbeat (the heartbeat
+//     goroutine);
+//   - watches the whole bucket, initial values included (the watcher
+//     goroutine), hands other nodes' changes to the Handler and judges
+//     liveness.
+//
+// Liveness is judged on the watcher's own timeline: a node is down when,
+// at the arrival of one of this node's own heartbeats, its last put
+// arrived more than LivenessTimeout earlier, or when its liveness key is
+// deleted (Close deletes it first). Measuring against one's own heartbeats
+// coming back through the same stream means a node whose own view is stale
+// (disconnected, paused, its watcher behind) judges nobody. After a
+// reconnection every node gets LivenessTimeout afresh. Any put of a node's
+// key shows it alive again.
+//
+// When a node is judged down, each other node calls HandleNodeDown once,
+// forgets the node's keys and keeps them, with their revisions, as
+// "zombies"; the live node with the smallest id deletes the zombies, each
+// only at the revision it saw (so a newer put of a node that came back
+// survives). A node that sees one of its own keys deleted by another (it
+// was judged down during a pause or a partition) writes it again, and when
+// it is its liveness key, all of its state; after a reconnection to NATS it
+// also writes all of its state again.
+
+// StateBucket returns the KV bucket name of prefix: the prefix with every
+// byte outside [A-Za-z0-9_-] replaced by '_', then "_STATE".
+func StateBucket(prefix string) string {
+	b := []byte(prefix)
+	for i, c := range b {
+		if !plainKeyByte(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b) + "_STATE"
+}
+
+// shared is a node's part of the shared state. It is safe for concurrent
+// use; the fields under "owned by the watcher" are touched by the watcher
+// goroutine only.
+type shared struct {
+	b       *Broker
+	node    string
+	selfKey string // n.<node>
+
+	wake    chan struct{} // to the writer: work queued
+	beat    chan struct{} // to the heartbeat goroutine: put now
+	rejoin  chan struct{} // to the watcher: reconnected, restart the clocks
+	rewatch chan struct{} // to the watcher: the bucket was made anew
+	stop    chan struct{} // closed by shutdown
+	ready   chan struct{} // closed once the initial values are in, or state is off
+	wg      sync.WaitGroup
+	once    sync.Once // closes ready
+
+	mu        sync.Mutex
+	kv        jetstream.KeyValue // nil until set up
+	off       bool               // no JetStream: state stays per node
+	closing   bool
+	desired   map[string][]byte // own keys and the values this node set
+	dirty     map[string]bool   // own keys queued for the writer
+	queue     []string          // the dirty keys, in order
+	purge     map[string]uint64 // dead nodes' keys to delete, at their revision
+	own       map[string]uint64 // own keys the bucket holds, as the watcher saw them
+	resync    bool              // a change was dropped: write everything when idle
+	rebind    bool              // reconnected: make or bind the bucket again
+	created   time.Time         // when the bucket's stream was made
+	lostWatch bool              // the watcher's subscription ended: watch anew
+
+	// Owned by the watcher.
+	peers    map[string]*peer  // live other nodes
+	zombies  map[string]uint64 // keys of nodes judged down, not yet deleted
+	selfSeen time.Time         // arrival of this node's newest heartbeat
+	stale    map[string]bool   // on a new watch: other nodes' keys not seen again yet
+
+	stats stateCounters
+}
+
+// peer is another live node as the watcher knows it.
+type peer struct {
+	seen time.Time         // arrival of its newest put
+	keys map[string]uint64 // its keys and revisions, liveness key included
+}
+
+type stateCounters struct {
+	writes, dropped, errors, nodesDown, purged, rejoins, malformed atomic.Uint64
+}
+
+func newShared(b *Broker) *shared {
+	return &shared{b: b, node: b.cfg.Node, selfKey: stateKey(kindNode, b.cfg.Node, ""),
+		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), rejoin: make(chan struct{}, 1), rewatch: make(chan struct{}, 1),
+		stop: make(chan struct{}), ready: make(chan struct{}),
+		desired: map[string][]byte{}, dirty: map[string]bool{}, purge: map[string]uint64{},
+		own: map[string]uint64{}, peers: map[string]*peer{}, zombies: map[string]uint64{}}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// start runs the writer, which sets the bucket up and then starts the
+// heartbeat and the watcher.
+func (s *shared) start() {
+	s.wg.Add(1)
+	go s.runWriter()
+}
+
+// set records the wanted value of an own key (nil: absent) and queues it.
+func (s *shared) set(key string, value []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off || s.closing {
+		return
+	}
+	if value == nil {
+		if _, ok := s.desired[key]; !ok {
+			if _, held := s.own[key]; !held {
+				return // never set: a no-op
+			}
+		}
+		delete(s.desired, key)
+	} else {
+		s.desired[key] = value
+	}
+	s.markLocked(key)
+}
+
+// markLocked queues key for the writer; s.mu is held.
+func (s *shared) markLocked(key string) {
+	if s.dirty[key] {
+		return
+	}
+	if len(s.queue) >= s.b.cfg.StateQueue {
+		s.stats.dropped.Add(1)
+		s.resync = true
+		return
+	}
+	s.dirty[key] = true
+	s.queue = append(s.queue, key)
+	signal(s.wake)
+}
+
+// markAllLocked queues every own key, wanted or held; s.mu is held. It is
+// not bounded by StateQueue: it is at most the node's own state.
+func (s *shared) markAllLocked() {
+	for _, set := range []map[string][]byte{s.desired} {
+		for k := range set {
+			s.forceMarkLocked(k)
+		}
+	}
+	for k := range s.own {
+		if k != s.selfKey {
+			s.forceMarkLocked(k)
+		}
+	}
+	signal(s.wake)
+}
+
+func (s *shared) forceMarkLocked(key string) {
+	if !s.dirty[key] {
+		s.dirty[key] = true
+		s.queue = append(s.queue, key)
+	}
+}
+
+// reconnected is called when the connection to NATS is back: this node
+// writes its state again and gives every other node LivenessTimeout
+// afresh.
+func (s *shared) reconnected() {
+	s.mu.Lock()
+	if !s.off && !s.closing {
+		s.rebind = true
+		s.markAllLocked()
+	}
+	s.mu.Unlock()
+	signal(s.beat)
+	signal(s.rejoin)
+}
+
+// setup creates or binds the bucket, retrying until it works, the servers
+// say they have no JetStream (state is then off), or shutdown. It returns
+// nil unless it worked.
+func (s *shared) setup() jetstream.KeyValue {
+	cfg := s.b.cfg
+	wait := 100 * time.Millisecond
+	for {
+		kv, created, err := s.createBucket()
+		if err == nil {
+			s.mu.Lock()
+			renewed := !s.created.IsZero() && !created.Equal(s.created) || s.lostWatch
+			s.kv, s.created, s.lostWatch = kv, created, false
+			s.mu.Unlock()
+			if renewed {
+				signal(s.rewatch)
+			}
+			return kv
+		}
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			s.b.log.Warn("JetStream unavailable: presence, connection counts and node liveness stay per node",
+				zap.String("bucket", StateBucket(cfg.Prefix)), zap.Error(err))
+			s.mu.Lock()
+			s.off = true
+			clear(s.desired)
+			clear(s.dirty)
+			s.queue = nil
+			s.mu.Unlock()
+			s.once.Do(func() { close(s.ready) })
+			return nil
+		}
+		s.stats.errors.Add(1)
+		select {
+		case <-s.stop:
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// createBucket makes or binds the bucket and says when its stream was
+// made (a new time: a new, empty bucket).
+func (s *shared) createBucket() (jetstream.KeyValue, time.Time, error) {
+	cfg := s.b.cfg
+	js, err := jetstream.New(s.b.nc)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StateTimeout)
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: StateBucket(cfg.Prefix), Description: "kraken presence, connection counts and node liveness",
+		History: 1, Storage: jetstream.FileStorage, Replicas: cfg.StateReplicas,
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var created time.Time
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		created = bs.StreamInfo().Created
+	}
+	return kv, created, nil
+}
+
+func (s *shared) runWriter() {
+	defer s.wg.Done()
+	kv := s.setup()
+	if kv == nil {
+		return
+	}
+	w, cancel := s.watch(kv)
+	if w == nil {
+		return
+	}
+	s.wg.Add(2)
+	go s.runWatcher(w, cancel)
+	go s.runHeartbeat()
+	var err error
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(backoff):
+			}
+		}
+		s.mu.Lock()
+		rebind := s.rebind
+		s.rebind = false
+		s.mu.Unlock()
+		if rebind && s.setup() == nil {
+			return
+		}
+		key, value, rev, purge, ok := s.next()
+		if !ok {
+			return
+		}
+		if key == "" {
+			continue
+		}
+		kv := s.bucket()
+		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.StateTimeout)
+		switch {
+		case purge:
+			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+			if err == nil {
+				s.stats.purged.Add(1)
+			} else if errors.Is(err, jetstream.ErrKeyExists) {
+				err = nil // written again since: the node is back
+			}
+		case value != nil:
+			_, err = kv.Put(ctx, key, value)
+		default:
+			err = kv.Delete(ctx, key)
+		}
+		cancel()
+		if err == nil {
+			s.stats.writes.Add(1)
+			backoff = 0
+			continue
+		}
+		s.stats.errors.Add(1)
+		s.mu.Lock()
+		s.rebind = true // the bucket may be gone: make or bind it again first
+		if purge {
+			if _, again := s.purge[key]; !again {
+				s.purge[key] = rev
+			}
+		} else if !s.closing {
+			s.forceMarkLocked(key)
+		}
+		s.mu.Unlock()
+		backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
+	}
+}
+
+// next waits for the writer's next operation: an own key with its wanted
+// value (nil: delete), or a dead node's key to purge at rev. ok is false
+// on shutdown.
+func (s *shared) next() (key string, value []byte, rev uint64, purge, ok bool) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			key = s.queue[0]
+			s.queue[0] = ""
+			s.queue = s.queue[1:]
+			delete(s.dirty, key)
+			value = s.desired[key]
+			s.mu.Unlock()
+			return key, value, 0, false, true
+		}
+		for k, r := range s.purge {
+			delete(s.purge, k)
+			s.mu.Unlock()
+			return k, nil, r, true, true
+		}
+		if s.resync {
+			s.resync = false
+			s.markAllLocked()
+			s.mu.Unlock()
+			continue
+		}
+		if s.rebind {
+			s.mu.Unlock()
+			return "", nil, 0, false, true // an empty op: the loop rebinds
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.stop:
+			return "", nil, 0, false, false
+		case <-s.wake:
+		}
+	}
+}
+
+// watch starts watching the whole bucket, retrying until shutdown (nil).
+// The watcher's subscription lives until cancel.
+func (s *shared) watch(kv jetstream.KeyValue) (jetstream.KeyWatcher, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	for {
+		w, err := kv.WatchAll(ctx)
+		if err == nil {
+			return w, cancel
+		}
+		s.stats.errors.Add(1)
+		select {
+		case <-s.stop:
+			cancel()
+			return nil, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *shared) bucket() jetstream.KeyValue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kv
+}
+
+func (s *shared) runHeartbeat() {
+	defer s.wg.Done()
+	value := []byte(strconv.FormatInt(time.Now().UnixMilli(), 10)) // when this run started
+	put := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.Heartbeat)
+		defer cancel()
+		if _, err := s.bucket().Put(ctx, s.selfKey, value); err != nil {
+			s.stats.errors.Add(1)
+		}
+	}
+	t := time.NewTicker(s.b.cfg.Heartbeat)
+	defer t.Stop()
+	put()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			put()
+		case <-s.beat:
+			put()
+		}
+	}
+}
+
+func (s *shared) runWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.b.cfg.Heartbeat)
+	defer t.Stop()
+	updates := w.Updates() // nil while there is no watch
+	for {
+		select {
+		case <-s.stop:
+			if updates == nil {
+				cancel()
+				return
+			}
+			s.stopWatcher(w, cancel)
+			return
+		case e, ok := <-updates:
+			if !ok {
+				// nats.go gave the watch up (the bucket is gone): the
+				// writer makes it again.
+				updates = nil
+				s.mu.Lock()
+				s.rebind, s.lostWatch = true, true
+				s.mu.Unlock()
+				signal(s.wake)
+				continue
+			}
+			if e == nil {
+				s.initialDone()
+				continue
+			}
+			delete(s.stale, e.Key())
+			s.apply(e)
+		case <-s.rewatch:
+			// A new bucket (a server that lost its store): watch it anew;
+			// other nodes' keys it lacks are gone.
+			if updates != nil {
+				s.stopWatcher(w, cancel)
+			}
+			cancel()
+			s.b.log.Warn("state bucket made again; watching it anew")
+			if w, cancel = s.watch(s.bucket()); w == nil {
+				return
+			}
+			updates = w.Updates()
+			s.stale = map[string]bool{}
+			for _, p := range s.peers {
+				for k := range p.keys {
+					s.stale[k] = true
+				}
+			}
+		case <-s.rejoin:
+			now := time.Now()
+			for _, p := range s.peers {
+				p.seen = now
+			}
+		case <-t.C:
+			s.maybePurge()
+		}
+	}
+}
+
+// stopWatcher unsubscribes and drains the watcher's channel, so nats.go's
+// callback, which blocks on a full channel, returns.
+func (s *shared) stopWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
+	cancel()
+	_ = w.Stop()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// initialDone runs once the bucket's initial values are in: own keys left
+// from an earlier run under this node id are deleted.
+func (s *shared) initialDone() {
+	for k := range s.stale {
+		// Gone from the bucket while the watch was down: as if deleted.
+		s.apply(staleEntry(k))
+	}
+	s.stale = nil
+	s.mu.Lock()
+	for k := range s.own {
+		if _, ok := s.desired[k]; !ok && k != s.selfKey {
+			s.markLocked(k)
+		}
+	}
+	s.mu.Unlock()
+	s.once.Do(func() { close(s.ready) })
+}
+
+// apply handles one change of the bucket.
+func (s *shared) apply(e jetstream.KeyValueEntry) {
+	key := e.Key()
+	kind, node, item, err := parseStateKey(key)
+	if err != nil {
+		s.stats.malformed.Add(1)
+		return
+	}
+	del := e.Operation() != jetstream.KeyValuePut
+	if node == s.node {
+		s.applyOwn(key, kind, del, e.Revision())
+		return
+	}
+	h := s.b.h
+	p := s.peers[node]
+	if del {
+		delete(s.zombies, key)
+		if p == nil {
+			return // a node judged down, or never seen: nothing to tell
+		}
+		if _, ok := p.keys[key]; !ok {
+			return
+		}
+		delete(p.keys, key)
+		switch kind {
+		case kindNode:
+			s.down(node, p)
+		case kindPresence:
+			h.HandlePresenceGone(node, item)
+		case kindConns:
+			h.HandleConnections(node, item, 0)
+		}
+		return
+	}
+	if p == nil {
+		p = &peer{keys: map[string]uint64{}}
+		s.peers[node] = p
+	}
+	p.seen = time.Now()
+	delete(s.zombies, key)
+	switch kind {
+	case kindNode:
+		p.keys[key] = e.Revision()
+	case kindPresence:
+		pr, err := decodePresence(node, item, e.Value())
+		if err != nil {
+			s.stats.malformed.Add(1)
+			return
+		}
+		p.keys[key] = e.Revision()
+		h.HandlePresence(pr)
+	case kindConns:
+		n, err := strconv.Atoi(string(e.Value()))
+		if err != nil {
+			s.stats.malformed.Add(1)
+			return
+		}
+		p.keys[key] = e.Revision()
+		h.HandleConnections(node, item, n)
+	}
+}
+
+// applyOwn handles a change of one of this node's own keys.
+func (s *shared) applyOwn(key, kind string, del bool, rev uint64) {
+	s.mu.Lock()
+	if !del {
+		s.own[key] = rev
+	} else {
+		delete(s.own, key)
+		if !s.closing && !s.off {
+			if kind == kindNode {
+				// Another node judged this one down and forgot its state.
+				s.stats.rejoins.Add(1)
+				s.markAllLocked()
+				signal(s.beat)
+			} else if _, ok := s.desired[key]; ok {
+				s.markLocked(key)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if !del && kind == kindNode {
+		s.selfSeen = time.Now()
+		s.judge()
+	}
+}
+
+// judge marks down every node silent for LivenessTimeout before this
+// node's newest heartbeat came back.
+func (s *shared) judge() {
+	for node, p := range s.peers {
+		if s.selfSeen.Sub(p.seen) > s.b.cfg.LivenessTimeout {
+			s.down(node, p)
+		}
+	}
+}
+
+// down forgets node (judged down or closed) and tells the handler, once.
+func (s *shared) down(node string, p *peer) {
+	delete(s.peers, node)
+	for k, rev := range p.keys {
+		s.zombies[k] = rev
+	}
+	s.stats.nodesDown.Add(1)
+	s.b.log.Info("node down", zap.String("peer", node))
+	s.b.h.HandleNodeDown(node)
+	s.maybePurge()
+}
+
+// maybePurge hands the zombies to the writer if this node is the live
+// node with the smallest id.
+func (s *shared) maybePurge() {
+	if len(s.zombies) == 0 {
+		return
+	}
+	for node := range s.peers {
+		if node < s.node {
+			return
+		}
+	}
+	s.mu.Lock()
+	for k, rev := range s.zombies {
+		s.purge[k] = rev
+	}
+	s.mu.Unlock()
+	signal(s.wake)
+}
+
+// waitReady waits up to d for the initial values.
+func (s *shared) waitReady(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.ready:
+	case <-t.C:
+	}
+}
+
+// shutdown stops the goroutines. With goodbye, it then deletes this node's
+// liveness key (the others call HandleNodeDown and forget its keys) and its
+// other keys, within StateTimeout in all; what is left the others purge.
+func (s *shared) shutdown(goodbye bool) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.closing = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+	s.mu.Lock()
+	kv, keys := s.kv, make([]string, 0, len(s.own)+len(s.desired))
+	for k := range s.own {
+		if k != s.selfKey {
+			keys = append(keys, k)
+		}
+	}
+	for k := range s.desired {
+		if _, ok := s.own[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.Unlock()
+	if !goodbye || kv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.StateTimeout)
+	defer cancel()
+	if err := kv.Delete(ctx, s.selfKey); err != nil {
+		return
+	}
+	for _, k := range keys {
+		if kv.Delete(ctx, k) != nil {
+			return
+		}
+	}
+}
+
+// SetPresence implements broker.Broker.
+func (b *Broker) SetPresence(p *broker.Presence) {
+	b.state.set(stateKey(kindPresence, b.cfg.Node, p.ID), encodePresence(p))
+}
+
+// ClearPresence implements broker.Broker.
+func (b *Broker) ClearPresence(id string) {
+	b.state.set(stateKey(kindPresence, b.cfg.Node, id), nil)
+}
+
+// SetConnections implements broker.Broker.
+func (b *Broker) SetConnections(org string, n int) {
+	var v []byte
+	if n > 0 {
+		v = strconv.AppendInt(nil, int64(n), 10)
+	}
+	b.state.set(stateKey(kindConns, b.cfg.Node, org), v)
+}
+
+// staleEntry is a delete of key, as the watcher would have seen it.
+type staleEntry string
+
+func (e staleEntry) Bucket() string                  { return "" }
+func (e staleEntry) Key() string                     { return string(e) }
+func (e staleEntry) Value() []byte                   { return nil }
+func (e staleEntry) Revision() uint64                { return 0 }
+func (e staleEntry) Created() time.Time              { return time.Time{} }
+func (e staleEntry) Delta() uint64                   { return 0 }
+func (e staleEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValueDelete }
