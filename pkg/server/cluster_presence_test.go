@@ -39,7 +39,7 @@ func presenceAcrossNodes(t *testing.T, nodes []*Server, kill func(i int)) {
 	alice.Send("type", "presence", "roomId", "general", "data", map[string]any{"name": "alice"})
 	want := map[string]any{"actor_token_id": "alice", "presence": map[string]any{"name": "alice"}}
 	bob.ExpectFields("type", "presence", "event", "join", "data", want)
-	t.Logf("a join on node 0 reached node 1 in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("a join on node 0 reached node 1 in %v", time.Since(began).Round(time.Microsecond))
 	bob.ExpectFields("type", "presence", "event", "update", "data", want)
 	watcher.ExpectFields("type", "lobbyPresence", "event", "join", "lobbyId", "all-rooms", "roomId", "general")
 	watcher.ExpectFields("type", "lobbyPresence", "event", "update")
@@ -72,7 +72,7 @@ func presenceAcrossNodes(t *testing.T, nodes []*Server, kill func(i int)) {
 	began = time.Now()
 	kill(0)
 	bob.ExpectFields("type", "presence", "event", "leave", "data", map[string]any{"actor_token_id": "alice"})
-	t.Logf("the leave of a member of the stopped node 0 reached node 1 in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("the leave of a member of the stopped node 0 reached node 1 in %v", time.Since(began).Round(time.Microsecond))
 	watcher.ExpectFields("type", "lobbyPresence", "event", "leave")
 	bob.Send("type", "getPresence", "roomId", "general")
 	if items, _ := bob.ExpectFields("type", "presenceList").Map["data"].([]any); len(items) != 1 {
