@@ -22,6 +22,7 @@ type descs struct {
 	retained, presenceRooms, presenceMembers, lobbyWatches, storeMessages *prometheus.Desc
 
 	brokerUp, brokerDropped, brokerMessages, brokerDiscarded, brokerReconnects *prometheus.Desc
+	brokerState, brokerNodesDown                                               *prometheus.Desc
 
 	webhooks, webhookRetries, controlReports, controlDropped, blockedProjects, pendingProjects *prometheus.Desc
 }
@@ -81,6 +82,8 @@ func newDescs() descs {
 		brokerMessages:   n("broker_messages_total", "Messages between nodes: out, sent to the bus; in, received from it.", "direction"),
 		brokerDiscarded:  n("broker_discarded_total", "Messages from the bus discarded: duplicate copies, malformed.", "kind"),
 		brokerReconnects: n("broker_reconnects_total", "Reconnections of the broker backend to its bus."),
+		brokerState:      n("broker_state_total", "Shared-state operations between nodes (presence, connection counts) by kind: write, dropped, error, malformed, purged, rejoin.", "kind"),
+		brokerNodesDown:  n("broker_nodes_down_total", "Other nodes judged stopped: their members left and their connections stopped counting."),
 
 		webhooks:        n("webhooks_total", "Customer webhooks by result: sent, failed, dropped.", "result"),
 		webhookRetries:  n("webhook_retries_total", "Webhook retry attempts."),
@@ -103,6 +106,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.inbox, d.inboxPubs, d.workerBusy, d.busy, d.unresponsive, d.queued, d.queuedMax,
 		d.retained, d.presenceRooms, d.presenceMembers, d.lobbyWatches, d.storeMessages,
 		d.brokerUp, d.brokerDropped, d.brokerMessages, d.brokerDiscarded, d.brokerReconnects,
+		d.brokerState, d.brokerNodesDown,
 		d.webhooks, d.webhookRetries, d.controlReports, d.controlDropped, d.blockedProjects, d.pendingProjects,
 	}
 }

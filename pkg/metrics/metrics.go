@@ -67,6 +67,13 @@ type BrokerStats struct {
 	Received, Duplicates, Malformed uint64
 	// Reconnects counts reconnections to the bus.
 	Reconnects uint64
+	// State counts the shared-state operations (presence, connection
+	// counts) by kind: written, dropped (repaired later), failed calls,
+	// malformed entries, keys of stopped nodes purged, and rejoins (this
+	// node found itself judged stopped and wrote its state again).
+	StateWrites, StateDropped, StateErrors, StateMalformed, StatePurged, StateRejoins uint64
+	// NodesDown counts the other nodes judged stopped.
+	NodesDown uint64
 }
 
 // NewRegistry returns a registry with kraken's collector and the Go runtime
@@ -239,6 +246,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.brokerDiscarded, bs.Duplicates, "duplicate")
 		counter(d.brokerDiscarded, bs.Malformed, "malformed")
 		counter(d.brokerReconnects, bs.Reconnects)
+		counter(d.brokerState, bs.StateWrites, "write")
+		counter(d.brokerState, bs.StateDropped, "dropped")
+		counter(d.brokerState, bs.StateErrors, "error")
+		counter(d.brokerState, bs.StateMalformed, "malformed")
+		counter(d.brokerState, bs.StatePurged, "purged")
+		counter(d.brokerState, bs.StateRejoins, "rejoin")
+		counter(d.brokerNodesDown, bs.NodesDown)
 	}
 
 	// The user's systems.
