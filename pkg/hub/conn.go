@@ -68,6 +68,11 @@ type Conn struct {
 	revalidate bool // a revalidation is in flight
 }
 
+// Transport returns the stream the connection was registered with; the
+// session layer asks it to build the frames it writes (its replies, in the
+// connection's encoding).
+func (c *Conn) Transport() Transport { return c.t }
+
 // Phase returns the connection's lifecycle phase.
 func (c *Conn) Phase() Phase { return Phase(c.phase.Load()) }
 
@@ -278,6 +283,11 @@ func (c *Conn) closeWith(d disconnect.Disconnect) {
 	c.wmu.Unlock()
 	c.w.h.stats.closed[d.Reason].Add(1)
 }
+
+// CloseNow closes c for d from the calling goroutine, behind what is
+// already queued (Hub.CloseNow); a transport's reader calls it so that
+// nothing it reads later is answered.
+func (c *Conn) CloseNow(d disconnect.Disconnect) { c.closeWith(d) }
 
 // closeFrame is what ends c's session for d in its encoding, nil for
 // nothing (no frame for d, or no session yet: RFC 6455 §5.5.1 frames exist

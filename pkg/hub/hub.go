@@ -192,7 +192,7 @@ func (h *Hub) Close(c *Conn, d disconnect.Disconnect) {
 // CloseNow closes c for d from the calling goroutine, behind what is
 // already queued; the reader uses it so that nothing it reads later is
 // answered.
-func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.closeWith(d) }
+func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.CloseNow(d) }
 
 // Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
 // and then writes spec.Reply (protocol.md §3.3 step 5: re-subscribing

@@ -17,6 +17,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
@@ -157,11 +158,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	// Auth.
 	backend := src.AuthBackend
-	for o := 1; o < server.NumAuthOutcomes; o++ {
-		counter(d.authResults, st.Auth[o], backend, server.AuthOutcome(o).String())
+	for o := 1; o < session.NumAuthOutcomes; o++ {
+		counter(d.authResults, st.Auth[o], backend, session.AuthOutcome(o).String())
 	}
-	buckets := make(map[float64]uint64, len(server.AuthBuckets))
-	for i, ub := range server.AuthBuckets {
+	buckets := make(map[float64]uint64, len(session.AuthBuckets))
+	for i, ub := range session.AuthBuckets {
 		buckets[ub] = st.AuthLatency.Buckets[i]
 	}
 	ch <- prometheus.MustNewConstHistogram(d.authDuration, st.AuthLatency.Count, st.AuthLatency.SumSeconds, buckets, backend)
@@ -180,15 +181,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	// Messages.
-	for s := 1; s < server.NumSources; s++ {
-		counter(d.messagesIn, st.Published[s], server.Source(s).String())
-		counter(d.messageBytesIn, st.PublishedBytes[s], server.Source(s).String())
+	for s := 1; s < session.NumSources; s++ {
+		counter(d.messagesIn, st.Published[s], session.Source(s).String())
+		counter(d.messageBytesIn, st.PublishedBytes[s], session.Source(s).String())
 	}
 	counter(d.publications, h.Publications)
 	counter(d.deliveries, h.Deliveries)
-	for r := 1; r < server.NumRefusals; r++ {
-		counter(d.publishRefused, st.PublishRefused[r], server.Refusal(r).String())
-		counter(d.subscribeRefused, st.SubscribeRefused[r], server.Refusal(r).String())
+	for r := 1; r < session.NumRefusals; r++ {
+		counter(d.publishRefused, st.PublishRefused[r], session.Refusal(r).String())
+		counter(d.subscribeRefused, st.SubscribeRefused[r], session.Refusal(r).String())
 	}
 	gauge(d.subscriptions, float64(h.Subscriptions))
 	gauge(d.groups, float64(h.Groups))

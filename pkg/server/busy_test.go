@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/session"
 )
 
 // TestPublishWhileWorkersAreBehindIsRefused checks the backpressure policy:
@@ -29,7 +30,7 @@ func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
 	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 1, "msgRef", "a")
 	alice.ExpectFields("type", "published", "msgRef", "a")
 	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 2, "msgRef", "b")
-	alice.ExpectFields("type", "error", "code", 42910, "error", "rate_limit_exceeded", "detail", detailBusy, "msgRef", "b")
+	alice.ExpectFields("type", "error", "code", 42910, "error", "rate_limit_exceeded", "detail", session.DetailBusy, "msgRef", "b")
 	close(release)
 
 	bob.ExpectFields("type", "message", "data", 1)

@@ -111,15 +111,7 @@ func connectionLimitAcrossNodes(t *testing.T, nodes []*Server) {
 
 // orgTotal is the organisation's connection count as node s sees it: its
 // own and the other nodes'.
-func orgTotal(s *Server, org string) int {
-	s.orgs.mu.Lock()
-	defer s.orgs.mu.Unlock()
-	n := s.orgs.n[org]
-	for _, c := range s.orgs.remote[org] {
-		n += c
-	}
-	return n
-}
+func orgTotal(s *Server, org string) int { return s.proto.Connections(org) }
 
 func limitedPresenceTokens(limit int) tokens {
 	ts := presenceTokens()

@@ -1,8 +1,12 @@
-// Package server is the reactor: a cloudwego/netpoll event loop that accepts
-// TCP connections, answers plain HTTP (/health, /ready, errors), upgrades /ws to
-// WebSocket with gobwas/ws, parses RFC 6455 frames incrementally, runs the
-// kraken session protocol (auth, subscribe, publish...) and hands the
-// resulting work to the hub's fixed worker pool.
+// Package server is the WebSocket transport and the reactor: a
+// cloudwego/netpoll event loop that accepts TCP connections, answers plain
+// HTTP (/health, /ready, POST /internal/publish, errors), upgrades /ws to
+// WebSocket with gobwas/ws, parses RFC 6455 frames incrementally and
+// decodes their MessagePack (or JSON) commands. Each command goes to the
+// session protocol (pkg/session: auth, subscribe, publish, limits...), with
+// the connection's reader state (connState) as its session.Sink: every
+// reply is its MessagePack payload in a binary frame. The work that
+// results runs on the hub's fixed worker pool.
 //
 // # Connection lifecycle
 //
@@ -33,10 +37,11 @@
 // # What it counts and logs
 //
 // stats.go holds the counters pkg/metrics reads (Server.Stats): plain
-// atomics in fixed arrays indexed by small enums (Refusal, AuthOutcome,
-// Handshake, Source, Transport), touched per request or per publish, never
-// per delivery. Every refusal is logged with its reason code, the
-// connection id, the peer's address and the actor: the first of a kind on a
-// connection at info, the rest at debug. Server.NotReady is the readiness
-// answer of /ready.
+// atomics in fixed arrays indexed by small enums (Handshake, Transport),
+// beside the session's (session.Stats: auth outcomes, refusals, accepted
+// publishes), touched per request or per publish, never per delivery. The
+// session logs every refusal with its reason code, the connection id, the
+// peer's address and the actor: the first of a kind on a connection at
+// info, the rest at debug. Server.NotReady is the readiness answer of
+// /ready (ready.go).
 package server

@@ -39,7 +39,7 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	case 127:
 		length = binary.BigEndian.Uint64(b[2:10])
 		if length>>63 != 0 {
-			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid payload length"))
+			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "invalid payload length"))
 			return 0
 		}
 	default:
@@ -49,19 +49,19 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	op := ws.OpCode(b[0] & 0x0f)
 	switch {
 	case b[0]&0x70 != 0:
-		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "reserved bits set"))
+		st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "reserved bits set"))
 		return 0
 	case !masked:
-		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "client frames must be masked"))
+		st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "client frames must be masked"))
 		return 0
 	case op.IsReserved():
-		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "reserved opcode"))
+		st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "reserved opcode"))
 		return 0
 	case op.IsControl() && (!fin || length > 125):
-		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid control frame"))
+		st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "invalid control frame"))
 		return 0
 	case length > uint64(s.cfg.MaxFrameSize):
-		s.closeProtocol(st, disconnect.WithText(disconnect.TooLarge, "frame too large"))
+		st.Disconnect(disconnect.WithText(disconnect.TooLarge, "frame too large"))
 		return 0
 	}
 	total := hlen + int(length)
@@ -87,11 +87,11 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		s.onClose(st, payload)
 	case ws.OpContinuation:
 		if st.fragOp == 0 {
-			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "continuation without a started message"))
+			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "continuation without a started message"))
 			return
 		}
 		if len(st.frag)+len(payload) > s.cfg.MaxFrameSize {
-			s.closeProtocol(st, disconnect.WithText(disconnect.TooLarge, "message too large"))
+			st.Disconnect(disconnect.WithText(disconnect.TooLarge, "message too large"))
 			return
 		}
 		st.frag = append(st.frag, payload...)
@@ -102,7 +102,7 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		}
 	default: // text or binary
 		if st.fragOp != 0 {
-			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "new message inside a fragmented message"))
+			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "new message inside a fragmented message"))
 			return
 		}
 		if !fin {
@@ -121,34 +121,34 @@ func (s *Server) onClose(st *connState, p []byte) {
 	d := disconnect.New(disconnect.ClientClosed)
 	switch {
 	case len(p) == 1:
-		s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "close payload of one byte"))
+		st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "close payload of one byte"))
 		return
 	case len(p) >= 2:
 		d.Code = ws.StatusCode(binary.BigEndian.Uint16(p))
 		if !utf8.Valid(p[2:]) {
-			s.closeProtocol(st, disconnect.WithText(disconnect.InvalidPayload, "close reason is not UTF-8"))
+			st.Disconnect(disconnect.WithText(disconnect.InvalidPayload, "close reason is not UTF-8"))
 			return
 		}
 		if !validCloseCode(d.Code) {
-			s.closeProtocol(st, disconnect.WithText(disconnect.ProtocolError, "invalid close code"))
+			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "invalid close code"))
 			return
 		}
 	}
-	s.closeProtocol(st, d)
+	st.Disconnect(d)
 }
 
-// closeProtocol closes the connection for d from the reader, after the
-// replies already owed to it (so they keep their order), and ignores the
-// rest of the input. The socket is released once the peer closes its side
-// or the close deadline passes (see hub.Conn).
-func (s *Server) closeProtocol(st *connState, d disconnect.Disconnect) {
+// Disconnect implements session.Sink: it closes the connection for d from
+// the reader, after the replies already owed to it (so they keep their
+// order), and ignores the rest of the input. The socket is released once
+// the peer closes its side or the close deadline passes (see hub.Conn).
+func (st *connState) Disconnect(d disconnect.Disconnect) {
 	if st.closing {
 		return
 	}
 	st.waitReplies()
 	st.closing = true
 	st.frag = nil
-	s.hub.CloseNow(st.c, d)
+	st.Conn.CloseNow(d)
 }
 
 // validCloseCode reports whether a peer may send code in a close frame (RFC

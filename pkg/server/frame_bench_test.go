@@ -22,9 +22,9 @@ func BenchmarkReadFrames(b *testing.B) {
 	s.hub.Start()
 	b.Cleanup(func() { _ = s.hub.Shutdown(b.Context()) })
 	st := &connState{nc: nullTransport{}}
-	st.c = s.hub.Register(st)
-	st.c.SetPhase(hub.PhaseAuthed)
-	st.c.SetSession(&hub.Session{Grant: demoGrant("bob"), Version: 1})
+	st.Conn = s.hub.Register(st)
+	st.Conn.SetPhase(hub.PhaseAuthed)
+	st.Conn.SetSession(&hub.Session{Grant: demoGrant("bob"), Version: 1})
 	var tmpl bytes.Buffer
 	const frames = 100
 	for i := 0; i < frames; i++ {

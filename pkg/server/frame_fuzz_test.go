@@ -48,8 +48,8 @@ func FuzzFrameReader(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		st := &connState{nc: nullTransport{}}
-		st.c = s.hub.Register(st)
-		defer s.hub.Closed(st.c)
+		st.Conn = s.hub.Register(st)
+		defer s.hub.Closed(st.Conn)
 		in := append(append([]byte(nil), upgrade...), data...)
 		step := int(chunk%16) + 1
 		for off := 0; off < len(in) && !st.closing; off += step {

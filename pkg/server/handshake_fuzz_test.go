@@ -50,8 +50,8 @@ func FuzzHandshake(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		st := &connState{nc: nullTransport{}}
-		st.c = s.hub.Register(st)
-		defer s.hub.Closed(st.c)
+		st.Conn = s.hub.Register(st)
+		defer s.hub.Closed(st.Conn)
 		step := int(chunk%32) + 1
 		for off := 0; off < len(data) && !st.closing; off += step {
 			buf := append(st.partial, data[off:min(off+step, len(data))]...)
@@ -64,11 +64,11 @@ func FuzzHandshake(f *testing.F) {
 			}
 			st.partial = append([]byte(nil), buf[used:]...)
 			limit := maxFrame + 14
-			if st.c.Phase() == hub.PhaseHandshake {
+			if st.Conn.Phase() == hub.PhaseHandshake {
 				limit = maxHeader
 			}
 			if len(st.partial) > limit {
-				t.Fatalf("kept %d bytes in phase %d, limit %d", len(st.partial), st.c.Phase(), limit)
+				t.Fatalf("kept %d bytes in phase %d, limit %d", len(st.partial), st.Conn.Phase(), limit)
 			}
 		}
 	})

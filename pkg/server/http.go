@@ -60,7 +60,7 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	case "/health":
 		s.obs.handshakes[HandshakeHealth].Add(1)
 		st.write(healthResponse)
-		s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
+		st.Disconnect(disconnect.New(disconnect.HTTPDone))
 	case "/ready":
 		s.obs.handshakes[HandshakeReady].Add(1)
 		s.ready(st)
@@ -91,7 +91,7 @@ func (s *Server) upgrade(st *connState, req []byte) {
 		return
 	}
 	st.write(resp.Bytes())
-	st.c.SetPhase(hub.PhaseOpen)
+	st.Conn.SetPhase(hub.PhaseOpen)
 	s.opened(st) // counted and logged (stats.go)
 }
 
@@ -116,7 +116,7 @@ func (s *Server) ready(st *connState) {
 func (s *Server) refuseUpgrade(st *connState, err error) {
 	s.obs.handshakes[HandshakeRejected].Add(1)
 	if ce := s.log.Check(zap.DebugLevel, "upgrade refused"); ce != nil {
-		ce.Write(connFields(st.c, zap.Error(err))...)
+		ce.Write(connFields(st.Conn, zap.Error(err))...)
 	}
 	status, header := http.StatusBadRequest, ""
 	var rej *ws.ConnectionRejectedError
@@ -150,7 +150,7 @@ func secKeyValid(req []byte) bool {
 func (s *Server) rejectRequest(st *connState, status int, reason string) {
 	s.obs.handshakes[HandshakeRejected].Add(1)
 	if ce := s.log.Check(zap.DebugLevel, "request refused"); ce != nil {
-		ce.Write(connFields(st.c, zap.Int("status", status), zap.String("reason", reason))...)
+		ce.Write(connFields(st.Conn, zap.Int("status", status), zap.String("reason", reason))...)
 	}
 	s.httpError(st, status, reason)
 }
@@ -182,5 +182,5 @@ func (s *Server) httpAnswer(st *connState, status int, contentType, header, body
 	b = append(b, "\r\nConnection: close\r\n\r\n"...)
 	b = append(b, body...)
 	st.write(b)
-	s.closeProtocol(st, disconnect.New(disconnect.HTTPDone))
+	st.Disconnect(disconnect.New(disconnect.HTTPDone))
 }

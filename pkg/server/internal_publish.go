@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/topic"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
@@ -70,7 +71,7 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	want := "Bearer " + s.cfg.InternalSecret
 	if subtle.ConstantTimeCompare(headerValue(head, "Authorization"), []byte(want)) != 1 {
 		// Logged at info: a wrong secret is worth seeing (never the header).
-		s.log.Info("internal publish refused", connFields(st.c, zap.Int("status", 401),
+		s.log.Info("internal publish refused", connFields(st.Conn, zap.Int("status", 401),
 			zap.String("reason", "unauthorized"))...)
 		s.httpJSON(st, 401, `{"error":"unauthorized"}`)
 		return n
@@ -85,7 +86,7 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 		s.httpJSON(st, 400, errBody)
 		return n
 	}
-	data, err := payloadMsgpack(req.Payload)
+	data, err := session.DataFromJSON(req.Payload)
 	if err != nil {
 		s.httpJSON(st, 400, `{"error":"invalid_payload","detail":`+strconv.Quote(errDetail(err))+`}`)
 		return n
@@ -100,15 +101,12 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	}
 	now := time.Now()
 	p := &hub.Publication{Key: key, Topic: display, Echo: true, Retain: req.Retain,
-		ClearRetained: req.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: s.distributed()}
+		ClearRetained: req.Retain && len(data) == 1 && data[0] == 0xc0}
 	p.Msg = wire.Message{Topic: display, Data: data, From: "server", FromType: "server", Timestamp: now.UnixMilli()}
 	if s.cfg.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()
 	}
-	encodeFrame(p)
-	s.hub.Publish(p)
-	s.obs.accepted(SourceInternal, len(data))
-	if err := s.toBroker(p, p.Msg.Timestamp); err != nil {
+	if err := s.proto.Inject(p, session.SourceInternal); err != nil {
 		s.httpJSON(st, 502, `{"error":"broker_unavailable"}`)
 		return n
 	}
@@ -148,19 +146,6 @@ func internalTarget(req *internalRequest) (key, display, errBody string) {
 		return "", "", `{"error":"invalid_topic","detail":` + strconv.Quote(err.Error()) + `}`
 	}
 	return key, display, ""
-}
-
-// payloadMsgpack converts the JSON payload to the MessagePack `data` of the
-// message, under the data depth limit (wire.MaxDataDepth).
-func payloadMsgpack(payload json.RawMessage) ([]byte, error) {
-	doc := make([]byte, 0, len(payload)+9)
-	doc = append(append(append(doc, `{"data":`...), payload...), '}')
-	out, err := wire.ConvertJSON(nil, doc)
-	if err != nil {
-		return nil, err
-	}
-	// out is the one-entry map {"data": <value>}: fixmap(1), fixstr "data".
-	return out[6:], nil
 }
 
 // contentLength returns the request's Content-Length; ok is false when it

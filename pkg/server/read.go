@@ -35,13 +35,13 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	st, _ := ctx.(*connState)
 	r := nc.Reader()
 	n := r.Len()
-	if st == nil || st.c == nil || st.closing {
+	if st == nil || st.Conn == nil || st.closing {
 		_ = r.Skip(n)
 		_ = r.Release()
 		return nil
 	}
 	if n > s.cfg.MaxInputBacklog {
-		s.closeProtocol(st, disconnect.New(disconnect.InputOverflow))
+		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
 		st.partial, st.wrote = nil, false
@@ -63,7 +63,7 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	used, complete := s.process(st, buf)
 	rest := buf[used:]
 	if complete {
-		st.c.Touch(now)
+		st.Conn.Touch(now)
 	}
 	s.trackFrame(st, len(rest) > 0, now)
 	switch {
@@ -85,7 +85,7 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	_ = r.Release()
 	if st.wrote {
 		st.wrote = false
-		st.c.Flush()
+		st.Conn.Flush()
 	}
 	return nil
 }
@@ -98,18 +98,18 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 // fragmented message keeps its start across the control frames between its
 // fragments.
 func (s *Server) trackFrame(st *connState, partialTail bool, now int64) {
-	if st.closing || st.c.Phase() == hub.PhaseHandshake {
+	if st.closing || st.Conn.Phase() == hub.PhaseHandshake {
 		return // the handshake has its own deadline
 	}
 	inProgress := partialTail || st.fragOp != 0
-	start := st.c.FrameStart()
+	start := st.Conn.FrameStart()
 	switch {
 	case !inProgress:
 		if start != 0 {
-			st.c.SetFrameStart(0)
+			st.Conn.SetFrameStart(0)
 		}
 	case start == 0 || st.msgDone:
-		st.c.SetFrameStart(now)
+		st.Conn.SetFrameStart(now)
 	}
 }
 
@@ -132,7 +132,7 @@ func partialCap(rest, need int) int {
 func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 	for used < len(buf) && !st.closing {
 		var n int
-		if st.c.Phase() == hub.PhaseHandshake {
+		if st.Conn.Phase() == hub.PhaseHandshake {
 			n = s.handshake(st, buf[used:])
 		} else {
 			n = s.readFrame(st, buf[used:])
@@ -151,7 +151,7 @@ func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 // replies come back in request order (protocol.md §3.3).
 func (st *connState) write(frame []byte) {
 	st.waitReplies()
-	if st.c.Write(frame) {
+	if st.Conn.Write(frame) {
 		st.wrote = true
 	}
 }
@@ -164,13 +164,13 @@ const replyWait = 2 * time.Second
 // is already queued on the workers, so this takes microseconds.
 func (st *connState) waitReplies() {
 	var deadline time.Time
-	for i := 0; st.c.PendingReplies() > 0; i++ {
+	for i := 0; st.Conn.PendingReplies() > 0; i++ {
 		switch {
 		case i < 64:
 			runtime.Gosched()
 		case i == 64:
 			deadline = time.Now().Add(replyWait)
-		case st.c.Closed() || time.Now().After(deadline):
+		case st.Conn.Closed() || time.Now().After(deadline):
 			return
 		default:
 			time.Sleep(20 * time.Microsecond)

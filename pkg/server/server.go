@@ -10,17 +10,14 @@ import (
 	"time"
 
 	"github.com/cloudwego/netpoll"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/broker"
-	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/hub"
-	"github.com/NoLagApp/kraken/pkg/presence"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store"
-	"github.com/NoLagApp/kraken/pkg/store/noop"
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
@@ -32,7 +29,7 @@ type Config struct {
 	// token cache (protocol.md §4.8).
 	Auth auth.Authenticator
 	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
-	// set by the server.
+	// set by the session protocol.
 	Hub hub.Config
 	// MaxFrameSize bounds an inbound frame and a reassembled message, in
 	// bytes; larger ones close the connection with 1009. 0 means 1 MiB.
@@ -93,26 +90,11 @@ type Config struct {
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
 // (protocol.md §6.11).
-const PayloadCeiling = 921600
+const PayloadCeiling = session.PayloadCeiling
 
 func (c *Config) setDefaults() {
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = 1 << 20
-	}
-	if c.MaxMessageSize <= 0 || c.MaxMessageSize > PayloadCeiling {
-		c.MaxMessageSize = PayloadCeiling
-	}
-	if c.RateLimit <= 0 {
-		c.RateLimit = 50
-	}
-	if c.ErrorFrameLimit <= 0 {
-		c.ErrorFrameLimit = 10
-	}
-	if c.ErrorFloodLimit <= 0 {
-		c.ErrorFloodLimit = 1000
-	}
-	if c.MaxAuthFailures <= 0 {
-		c.MaxAuthFailures = 5
 	}
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = 8 << 10
@@ -126,36 +108,29 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	if c.Store == nil {
-		c.Store = noop.Store{}
-	}
-	if c.Broker == nil {
-		c.Broker = local.Broker{}
-	}
-	if c.NodeID == "" {
-		c.NodeID = uuid.NewString()
-	}
-	if c.Hub.RevalidateInterval <= 0 {
-		c.Hub.RevalidateInterval = 600 * time.Second
-	}
 }
 
-// Server is one kraken listener with its worker pool.
+// sessionConfig is the part of c the session protocol takes.
+func (c *Config) sessionConfig() session.Config {
+	return session.Config{Auth: c.Auth, Hub: c.Hub, MaxMessageSize: c.MaxMessageSize, Store: c.Store,
+		Broker: c.Broker, NodeID: c.NodeID, RecordMessages: c.RecordMessages, RateLimit: c.RateLimit,
+		ErrorFrameLimit: c.ErrorFrameLimit, ErrorFloodLimit: c.ErrorFloodLimit, MaxAuthFailures: c.MaxAuthFailures,
+		Control: c.Control, Webhooks: c.Webhooks, Logger: c.Logger}
+}
+
+// Server is one kraken listener: the WebSocket transport of the session
+// protocol, with its worker pool.
 type Server struct {
 	cfg      Config
 	log      *zap.Logger
-	hub      *hub.Hub
+	proto    *session.Protocol
+	hub      *hub.Hub // proto.Hub()
 	loop     netpoll.EventLoop
 	ln       net.Listener
-	orgs     orgCounter
-	pres     *presence.Registry[*hub.Conn] // owned by the hub's shared worker
 	draining atomic.Bool
-	// remoteDropped counts messages from other nodes dropped while the
-	// workers were behind.
-	remoteDropped atomic.Uint64
-	obs           instruments // counters for /metrics and readiness checks (stats.go)
-	served        chan error
-	stopOnce      sync.Once
+	obs      instruments // counters for /metrics and readiness checks (stats.go)
+	served   chan error
+	stopOnce sync.Once
 }
 
 var netpollOnce sync.Once
@@ -175,21 +150,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: an Authenticator is required")
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1),
-		pres: presence.New[*hub.Conn]()}
-	hc := cfg.Hub
-	hc.Logger = cfg.Logger
-	hc.Revalidate = s.revalidate
-	hc.OnClose = s.connClosed
-	if s.distributed() {
-		hc.OnInterest = cfg.Broker.Interest
-		hc.OnGroupInterest = cfg.Broker.GroupInterest
-		s.orgs.share = cfg.Broker.SetConnections
+	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1)}
+	scfg := cfg.sessionConfig()
+	scfg.OnClose = s.closed
+	proto, err := session.New(scfg)
+	if err != nil {
+		return nil, err
 	}
-	s.hub = hub.New(hc)
-	if n, ok := cfg.Auth.(auth.Notifier); ok {
-		n.OnChange(s.hub.RevalidateAll)
-	}
+	s.proto, s.hub = proto, proto.Hub()
+	applied := proto.Config()
+	s.cfg.MaxMessageSize, s.cfg.Broker = applied.MaxMessageSize, applied.Broker
 	return s, nil
 }
 
@@ -207,8 +177,7 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ln, s.loop = ln, loop
-	s.hub.Start()
-	if err := s.cfg.Broker.Start(context.Background(), remote{s}); err != nil {
+	if err := s.proto.Start(context.Background()); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("server: start the fan-out broker: %w", err)
 	}
@@ -237,8 +206,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
 		s.draining.Store(true)
-		_ = s.cfg.Broker.Close()
-		err = s.hub.Shutdown(ctx)
+		err = s.proto.Shutdown(ctx)
 		if e := s.loop.Shutdown(ctx); err == nil && e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
 			err = e
 		}
@@ -258,24 +226,11 @@ func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
 		return st
 	}
 	st.nc = sock
-	st.c = s.hub.Register(st)
-	c := st.c
+	st.Conn = s.hub.Register(st)
+	c := st.Conn
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		s.hub.Closed(c)
 		return nil
 	})
 	return st
-}
-
-func (s *Server) connClosed(c *hub.Conn) {
-	if sess := c.Session(); sess != nil && sess.LimitOrg != "" {
-		s.orgs.release(sess.LimitOrg)
-	}
-	if c.Phase() == hub.PhaseAuthed {
-		s.hub.RunShared(func(w hub.Writer) {
-			s.unsharePresence(c)
-			s.emit(w, s.pres.Disconnect(c))
-		})
-	}
-	s.closed(c) // counted and logged (stats.go)
 }

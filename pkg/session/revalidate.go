@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -13,14 +13,11 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
-	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
 // revalidateRetry is how long after a failed (unavailable) revalidation the
 // next attempt comes (OQ-9).
 const revalidateRetry = 30 * time.Second
-
-var revokedFrame = frame(disconnectPayload("token_revoked"))
 
 // revalidateConcurrency is how many actors of one batch are revalidated at
 // once: a batch of thousands of sessions against an HTTP service taking
@@ -28,10 +25,10 @@ var revokedFrame = frame(disconnectPayload("token_revoked"))
 const revalidateConcurrency = 32
 
 // revalidate checks due sessions against the auth backend (protocol.md §4.9,
-// OQ-9, OQ-11, OQ-12). It runs on a hub goroutine, one batch at a time: one
-// call per actor, revalidateConcurrency actors at a time, and each answer is
-// applied to every session of its actor.
-func (s *Server) revalidate(conns []*hub.Conn) {
+// OQ-9, OQ-11, OQ-12; hub.Config.Revalidate). It runs on a hub goroutine,
+// one batch at a time: one call per actor, revalidateConcurrency actors at a
+// time, and each answer is applied to every session of its actor.
+func (p *Protocol) revalidate(conns []*hub.Conn) {
 	byActor := make(map[string][]*hub.Conn)
 	var actors []string
 	for _, c := range conns {
@@ -50,10 +47,10 @@ func (s *Server) revalidate(conns []*hub.Conn) {
 			defer func() { <-slots; wg.Done() }()
 			ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
 			var a revalidation
-			a.g, a.err = s.cfg.Auth.Revalidate(ctx, actor)
+			a.g, a.err = p.cfg.Auth.Revalidate(ctx, actor)
 			cancel()
 			for _, c := range byActor[actor] {
-				s.applyRevalidation(c, c.Session(), a)
+				p.applyRevalidation(c, c.Session(), a)
 			}
 		}()
 	}
@@ -65,47 +62,53 @@ type revalidation struct {
 	err error
 }
 
-func (s *Server) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation) {
+// applyRevalidation applies one answer to c: a new grant (subscriptions and
+// presence it no longer allows are dropped, each subscription with an
+// error), a revocation (KindDisconnect, then 4001), or a failure (retried
+// in revalidateRetry).
+func (p *Protocol) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation) {
 	switch {
 	case a.err == nil && a.g != nil:
 		next := *old
 		next.Grant, next.ValidatedAt = a.g, time.Now().UnixNano()
-		s.hub.Run(c, func(c *hub.Conn) {
+		p.hub.Run(c, func(c *hub.Conn) {
 			c.SetSession(&next)
-			s.dropRevoked(c, &next)
+			p.dropRevoked(c, &next)
 		})
-		s.hub.RunShared(func(w hub.Writer) { s.dropRevokedPresence(w, c, a.g) })
+		p.hub.RunShared(func(w hub.Writer) { p.dropRevokedPresence(w, c, a.g) })
 	case errors.Is(a.err, auth.ErrDenied):
-		reason, f := disconnect.TokenRevoked.Text(), revokedFrame
+		reason := disconnect.TokenRevoked.Text()
 		var rev *auth.RevokedError
-		if errors.As(a.err, &rev) && rev.Reason != "" && rev.Reason != reason {
-			reason, f = rev.Reason, frame(disconnectPayload(rev.Reason))
+		if errors.As(a.err, &rev) && rev.Reason != "" {
+			reason = rev.Reason
 		}
-		s.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID),
+		f := frameFor(c, Reply{Kind: KindDisconnect, Payload: disconnectPayload(reason)})
+		p.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID),
 			zap.String("reason", reason))
-		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
-		s.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
+		p.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
+		p.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
 		return
 	default:
 		next := *old
-		next.ValidatedAt = time.Now().Add(revalidateRetry - s.cfg.Hub.RevalidateInterval).UnixNano()
-		s.hub.Run(c, func(c *hub.Conn) { c.SetSession(&next) })
+		next.ValidatedAt = time.Now().Add(revalidateRetry - p.cfg.Hub.RevalidateInterval).UnixNano()
+		p.hub.Run(c, func(c *hub.Conn) { c.SetSession(&next) })
 	}
-	s.hub.RevalidationDone(c)
+	p.hub.RevalidationDone(c)
 }
 
 // dropRevoked removes the subscriptions the new grant no longer allows and
-// tells the client about each (OQ-12). It runs on c's worker.
-func (s *Server) dropRevoked(c *hub.Conn, sess *hub.Session) {
+// tells the client about each with a KindError (OQ-12). It runs on c's
+// worker.
+func (p *Protocol) dropRevoked(c *hub.Conn, sess *hub.Session) {
 	g := grantOf(sess)
 	for _, sub := range c.Subscriptions() {
-		if _, _, d := s.resolveSub(g, sub.Pattern); d == acl.Allowed {
+		if _, _, d := resolveSub(g, sub.Pattern); d == acl.Allowed {
 			continue
 		}
 		c.DropSubscription(sub.Pattern)
 		e := unknownTopicError(sess, sub.Pattern, "", "")
 		e.Detail = "access revoked"
-		c.WriteFrame(frame(wire.AppendError(nil, e)))
+		c.WriteFrame(frameFor(c, errorReply(e)))
 	}
 }
 
@@ -122,16 +125,16 @@ func disconnectPayload(reason string) []byte {
 // dropRevokedPresence takes the connection out of a room, and out of lobbies,
 // that its new grant no longer allows (OQ-12). It runs on the presence
 // worker.
-func (s *Server) dropRevokedPresence(w hub.Writer, c *hub.Conn, g *auth.Grant) {
-	if room, ok := s.pres.RoomOf(c); ok {
+func (p *Protocol) dropRevokedPresence(w hub.Writer, c *hub.Conn, g *auth.Grant) {
+	if room, ok := p.pres.RoomOf(c); ok {
 		if id, ok := g.Rules.RoomBySlug(room.Slug); !ok || id != room.ID {
-			s.unsharePresence(c)
-			s.emit(w, s.pres.Leave(c))
+			p.unsharePresence(c)
+			p.emit(w, p.pres.Leave(c))
 		}
 	}
-	for _, slug := range s.pres.Lobbies(c) {
+	for _, slug := range p.pres.Lobbies(c) {
 		if _, ok := lobbyRooms(g, slug); !ok {
-			s.pres.Unwatch(c, slug)
+			p.pres.Unwatch(c, slug)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package session
 
 import "sync"
 
@@ -95,3 +95,19 @@ func (o *orgCounter) dropNode(node string) {
 		}
 	}
 }
+
+// total is org's connection count on every node together.
+func (o *orgCounter) total(org string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.n[org]
+	for _, c := range o.remote[org] {
+		n += c
+	}
+	return n
+}
+
+// Connections returns the authenticated connections of org that count
+// toward its limit, on this node and, in a cluster, on the others as last
+// shared (protocol.md §4.11).
+func (p *Protocol) Connections(org string) int { return p.orgs.total(org) }

@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"encoding/json"
@@ -24,13 +24,13 @@ var jsonPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 // afterPublish counts an accepted publish for the control plane and fires
 // its trigger webhook (protocol.md §3.3 steps 8 and 10). data is rendered
 // to JSON at most once, and only when one of them needs it.
-func (s *Server) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff string, data []byte) {
+func (p *Protocol) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff string, data []byte) {
 	topicName := webhook.TopicName(pattern)
 	var hook *auth.Webhook
-	if s.cfg.Webhooks != nil {
+	if p.cfg.Webhooks != nil {
 		hook = g.App(res.AppID).TriggerFor(topicName)
 	}
-	if s.cfg.Control == nil && hook == nil {
+	if p.cfg.Control == nil && hook == nil {
 		return
 	}
 	bp := jsonPool.Get().(*[]byte)
@@ -38,11 +38,11 @@ func (s *Server) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff st
 	if err != nil {
 		js = append(js[:0], "null"...) // data was validated on decode; this cannot happen
 	}
-	if s.cfg.Control != nil {
-		s.cfg.Control.RecordPublish(g.ProjectID, len(js))
+	if p.cfg.Control != nil {
+		p.cfg.Control.RecordPublish(g.ProjectID, len(js))
 	}
 	if hook != nil {
-		s.cfg.Webhooks.Trigger(webhook.TriggerRequest{
+		p.cfg.Webhooks.Trigger(webhook.TriggerRequest{
 			Webhook: hook, OrganizationID: g.OrganizationID, ProjectID: g.ProjectID,
 			AppID: res.AppID, RoomID: res.RoomID, ActorID: g.ActorTokenID,
 			RoomName: webhook.RoomName(g.Rules, res, eff, g.ScopeSlug), TopicName: topicName,
@@ -54,10 +54,10 @@ func (s *Server) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff st
 }
 
 // hydrate fires the hydration webhook of a live subscribe (§5.3): its JSON
-// answer reaches the subscriber as a `hydration` frame, written on the
+// answer reaches the subscriber as a KindHydration frame, written on the
 // connection's worker and so after `subscribed` (protocol.md §3.3).
-func (s *Server) hydrate(c *hub.Conn, g *auth.Grant, res acl.Resolution, pattern string) {
-	if s.cfg.Webhooks == nil {
+func (p *Protocol) hydrate(c *hub.Conn, out Framer, g *auth.Grant, res acl.Resolution, pattern string) {
+	if p.cfg.Webhooks == nil {
 		return
 	}
 	topicName := webhook.TopicName(pattern)
@@ -66,25 +66,25 @@ func (s *Server) hydrate(c *hub.Conn, g *auth.Grant, res acl.Resolution, pattern
 		return
 	}
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
-	s.cfg.Webhooks.Hydrate(webhook.HydrateRequest{
+	p.cfg.Webhooks.Hydrate(webhook.HydrateRequest{
 		Webhook: hook, ActorID: g.ActorTokenID, TopicName: topicName, Scope: scopeOf(g),
 		RoomName: webhook.RoomName(g.Rules, res, eff, g.ScopeSlug),
 	}, func(answer json.RawMessage) {
-		data, err := payloadMsgpack(answer)
+		data, err := DataFromJSON(answer)
 		if err != nil {
-			s.log.Debug("hydration answer not converted: " + err.Error())
+			p.log.Debug("hydration answer not converted: " + err.Error())
 			return
 		}
-		f := frame(wire.AppendHydration(nil, topicName, pattern, data))
-		s.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
+		f := out.Frame(Reply{Kind: KindHydration, Payload: wire.AppendHydration(nil, topicName, pattern, data)})
+		p.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
 	})
 }
 
 // reportSubscription records a subscribe, setFilters or unsubscribe for the
 // control plane's /subscriptions (§5.2); filters are sent as the client
 // sent them.
-func (s *Server) reportSubscription(g *auth.Grant, action control.Action, pattern string, lb bool, group string, filters wire.FilterSpec) {
-	if s.cfg.Control == nil {
+func (p *Protocol) reportSubscription(g *auth.Grant, action control.Action, pattern string, lb bool, group string, filters wire.FilterSpec) {
+	if p.cfg.Control == nil {
 		return
 	}
 	ch := control.SubscriptionChange{ActorTokenID: g.ActorTokenID, Topic: pattern, Action: action,
@@ -94,10 +94,25 @@ func (s *Server) reportSubscription(g *auth.Grant, action control.Action, patter
 			ch.Filters = js
 		}
 	}
-	s.cfg.Control.RecordSubscription(ch)
+	p.cfg.Control.RecordSubscription(ch)
 }
 
 // scopeOf is the grant's scope for webhook bodies (OQ-40).
 func scopeOf(g *auth.Grant) webhook.Scope {
 	return webhook.Scope{ID: g.ScopeID, Slug: g.ScopeSlug, Name: g.ScopeName}
+}
+
+// DataFromJSON converts a JSON value (a webhook's answer, the payload of
+// POST /internal/publish) to the MessagePack `data` of a frame, under the
+// data depth limit (wire.MaxDataDepth). Its errors are wire's
+// (*wire.DecodeError for a malformed or too deep value).
+func DataFromJSON(payload json.RawMessage) ([]byte, error) {
+	doc := make([]byte, 0, len(payload)+9)
+	doc = append(append(append(doc, `{"data":`...), payload...), '}')
+	out, err := wire.ConvertJSON(nil, doc)
+	if err != nil {
+		return nil, err
+	}
+	// out is the one-entry map {"data": <value>}: fixmap(1), fixstr "data".
+	return out[6:], nil
 }

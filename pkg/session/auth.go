@@ -1,4 +1,4 @@
-package server
+package session
 
 import (
 	"context"
@@ -19,19 +19,22 @@ import (
 // (protocol.md §12.4 item 17).
 const authTimeout = 5 * time.Second
 
-// authenticate handles the first `auth` frame (protocol.md §2.1–§2.4).
-func (s *Server) authenticate(st *connState, cmd *wire.Command) {
-	g, reason, err := s.validate(cmd)
+// authenticate handles the first `auth` (protocol.md §2.1–§2.4): a
+// KindAuthFailed reply, closing with 4003 after Config.MaxAuthFailures of
+// them (OQ-65), or the session installed, a KindAuthOK reply and the
+// restored subscriptions (§2.6).
+func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
+	g, reason, err := p.validate(cmd)
 	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
-		!s.orgs.reserve(g.OrganizationID, g.MaxConnections) {
+		!p.orgs.reserve(g.OrganizationID, g.MaxConnections) {
 		reason = wire.ErrConnectionLimitReached
 	}
 	if reason != "" {
-		s.refusedAuth(st, reason, err) // counted and logged once (stats.go)
-		st.write(frame(wire.AppendAuthFailed(nil, reason)))
+		p.refusedAuth(st, reason, err) // counted and logged once (stats.go)
+		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, reason), Err: &wire.Error{Err: reason}})
 		st.failures++
-		if int(st.failures) >= s.cfg.MaxAuthFailures {
-			s.closeProtocol(st, disconnect.New(disconnect.AuthFailures))
+		if int(st.failures) >= p.cfg.MaxAuthFailures {
+			out.Disconnect(disconnect.New(disconnect.AuthFailures))
 		}
 		return
 	}
@@ -40,42 +43,43 @@ func (s *Server) authenticate(st *connState, cmd *wire.Command) {
 	if g.MaxConnections > 0 && g.OrganizationID != "" {
 		sess.LimitOrg = g.OrganizationID
 	}
-	st.c.SetSession(sess)
-	st.c.SetPhase(hub.PhaseAuthed)
-	s.obs.auth[AuthOK].Add(1)
-	s.obs.authed.Add(1) // after the phase: see Server.closed
+	c := st.Conn
+	c.SetSession(sess)
+	c.SetPhase(hub.PhaseAuthed)
+	p.obs.auth[AuthOK].Add(1)
+	p.obs.authed.Add(1) // after the phase: see Protocol.closed
 	var specs []*hub.SubSpec
 	restored := []wire.Restored{}
 	if cmd.Reconnect {
-		specs, restored = s.restorable(g)
+		specs, restored = p.restorable(g)
 	}
-	st.write(frame(wire.AppendAuthOK(nil, &wire.AuthOK{
+	out.Write(Reply{Kind: KindAuthOK, Payload: wire.AppendAuthOK(nil, &wire.AuthOK{
 		ActorTokenID:    g.ActorTokenID,
 		ProjectID:       g.ProjectID,
 		ActorType:       g.ActorType,
 		ProtocolVersion: version,
 		Restored:        restored,
-	})))
+	})})
 	for _, spec := range specs {
-		s.hub.Subscribe(st.c, spec)
+		p.hub.Subscribe(c, spec)
 	}
-	if ce := s.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
-		ce.Write(connFields(st.c, zap.Int("protocol_version", version))...)
+	if ce := p.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
+		ce.Write(LogFields(c, zap.Int("protocol_version", version))...)
 	}
 }
 
 // validate asks the auth backend about the token; reason is "" on success,
 // else the `error` of the auth reply (protocol.md §2.4, OQ-29), with the
 // backend's error when it failed (logged once by the caller).
-func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string, error) {
+func (p *Protocol) validate(cmd *wire.Command) (*auth.Grant, string, error) {
 	if !cmd.TokenIsString {
 		return nil, wire.ErrAccessDenied, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
 	defer cancel()
 	began := time.Now()
-	g, err := s.cfg.Auth.Validate(ctx, cmd.Token)
-	s.obs.authLatency.observe(time.Since(began))
+	g, err := p.cfg.Auth.Validate(ctx, cmd.Token)
+	p.obs.authLatency.observe(time.Since(began))
 	switch {
 	case err == nil && g != nil:
 		return g, "", nil
@@ -91,14 +95,14 @@ func (s *Server) validate(cmd *wire.Command) (*auth.Grant, string, error) {
 // restorable turns the grant's activeSubscriptions into subscriptions
 // (protocol.md §2.6, OQ-53): each is checked against the grants again and
 // skipped silently when refused; no `subscribed` frames are sent.
-func (s *Server) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
+func (p *Protocol) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 	specs := []*hub.SubSpec{}
 	restored := []wire.Restored{}
 	for _, a := range g.ActiveSubscriptions {
 		if topic.ValidateSubscribe(a.Pattern) != nil {
 			continue
 		}
-		spec, res, d := s.resolveSub(g, a.Pattern)
+		spec, res, d := resolveSub(g, a.Pattern)
 		if d != acl.Allowed {
 			continue
 		}
@@ -126,10 +130,13 @@ func filterItems(values []string) []wire.FilterItem {
 	return items
 }
 
+// grantOf is the grant of an authenticated session.
+func grantOf(sess *hub.Session) *auth.Grant { return sess.Grant.(*auth.Grant) }
+
 // resolveSub applies scope injection, the grant check and topic resolution
 // to a subscribe pattern (protocol.md §3.3 steps 1–3). spec is nil unless
 // the decision is acl.Allowed.
-func (s *Server) resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resolution, d acl.Decision) {
+func resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resolution, d acl.Decision) {
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
 	if d = g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
 		return nil, res, d

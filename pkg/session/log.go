@@ -1,0 +1,95 @@
+package session
+
+import (
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// Logging. Field keys (stable, snake_case): conn_id, remote_addr,
+// actor_token_id, reason, code, error, topic, detail, transport,
+// duration, attempt.
+
+// LogFields are the fields naming a connection in a log line, then extra:
+// its id, the peer's address and, once authenticated, the actor. Never the
+// token.
+func LogFields(c *hub.Conn, extra ...zap.Field) []zap.Field {
+	f := make([]zap.Field, 0, 3+len(extra))
+	f = append(f, zap.Uint64("conn_id", c.ID))
+	if ra := c.RemoteAddr(); ra != nil {
+		f = append(f, zap.String("remote_addr", ra.String()))
+	}
+	if sess := c.Session(); sess != nil {
+		if g, ok := sess.Grant.(*auth.Grant); ok {
+			f = append(f, zap.String("actor_token_id", g.ActorTokenID))
+		}
+	}
+	return append(f, extra...)
+}
+
+// refusedPublish counts and logs a refused publish (publishError).
+func (p *Protocol) refusedPublish(st *State, e *wire.Error) {
+	r := classifyPublish(e)
+	p.obs.pubRefused[r].Add(1)
+	p.logRefusal(st, "publish refused", r, 0, e)
+}
+
+// refuseSubscribe counts and logs a refused subscribe, then answers it.
+func (p *Protocol) refuseSubscribe(st *State, out Sink, r Refusal, e *wire.Error) {
+	p.obs.subRefused[r].Add(1)
+	p.logRefusal(st, "subscribe refused", r, NumRefusals-1, e)
+	p.answerError(st, out, e)
+}
+
+// logRefusal logs a refusal: the first of its kind on the connection at
+// info, the rest at debug, so a client hammering a limit writes one info
+// line, not one per frame. shift places the kind's bit in State.logged
+// (publishes 0, subscribes NumRefusals-1).
+func (p *Protocol) logRefusal(st *State, msg string, r Refusal, shift int, e *wire.Error) {
+	bit := uint16(1) << (int(r) - 1 + shift)
+	level := zapcore.InfoLevel
+	if st.logged&bit != 0 {
+		level = zapcore.DebugLevel
+	}
+	st.logged |= bit
+	ce := p.log.Check(level, msg)
+	if ce == nil {
+		return
+	}
+	extra := []zap.Field{zap.Stringer("reason", r), zap.String("error", e.Err)}
+	if e.Code != 0 {
+		extra = append(extra, zap.Int("code", e.Code))
+	}
+	if e.HasTopic {
+		extra = append(extra, zap.String("topic", e.Topic))
+	}
+	if e.Detail != "" {
+		extra = append(extra, zap.String("detail", e.Detail))
+	}
+	ce.Write(LogFields(st.Conn, extra...)...)
+}
+
+// refusedAuth counts and logs a failed `auth`, at info (each is an answer
+// the client reads, and a connection gets at most Config.MaxAuthFailures of
+// them), or at warn when the backend failed rather than refused: then err
+// is its error.
+func (p *Protocol) refusedAuth(st *State, reason string, err error) {
+	outcome := authOutcomeOf(reason)
+	p.obs.auth[outcome].Add(1)
+	level := zapcore.InfoLevel
+	if outcome == AuthUnavailable || outcome == AuthError {
+		level = zapcore.WarnLevel
+	}
+	ce := p.log.Check(level, "auth refused")
+	if ce == nil {
+		return
+	}
+	extra := []zap.Field{zap.String("reason", reason), zap.Int("attempt", int(st.failures)+1)}
+	if err != nil {
+		extra = append(extra, zap.NamedError("error", err))
+	}
+	ce.Write(LogFields(st.Conn, extra...)...)
+}

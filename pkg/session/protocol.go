@@ -1,0 +1,192 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/broker/local"
+	"github.com/NoLagApp/kraken/pkg/control"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/presence"
+	"github.com/NoLagApp/kraken/pkg/store"
+	"github.com/NoLagApp/kraken/pkg/store/noop"
+	"github.com/NoLagApp/kraken/pkg/webhook"
+)
+
+// Config configures a Protocol. Zero fields take the documented defaults.
+type Config struct {
+	// Auth validates tokens; required. Wrap it in auth.NewCache for the 30 s
+	// token cache (protocol.md §4.8).
+	Auth auth.Authenticator
+	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
+	// set by the Protocol.
+	Hub hub.Config
+	// MaxMessageSize is the default bound on a publish's data in bytes
+	// (42930 above it); a token may lower it. Capped at PayloadCeiling
+	// (OQ-7).
+	MaxMessageSize int
+	// Store records accepted publishes and acks (protocol.md §6.4–§6.5); nil
+	// records nothing.
+	Store store.Store
+	// Broker carries accepted publishes to the other nodes and brings
+	// theirs in; nil means a single node (local.Broker).
+	Broker broker.Broker
+	// NodeID names this node to the Broker; "" means a random id.
+	NodeID string
+	// RecordMessages stamps every publish with a UUIDv4 msgId and
+	// requiresAck:true (protocol.md §6.4).
+	RecordMessages bool
+	// RateLimit is the default publishes per second per connection (42910
+	// above it, OQ-6); 0 means 50.
+	RateLimit int
+	// ErrorFrameLimit caps, per second per connection, the error frames that
+	// answer nothing a client waits for (OQ-67, amended); 0 means 10.
+	ErrorFrameLimit int
+	// ErrorFloodLimit closes, with 1008 too_many_errors, a connection that
+	// provokes more error frames than this in one second; 0 means 1000.
+	ErrorFloodLimit int
+	// MaxAuthFailures closes a connection with 4003 after this many failed
+	// auth attempts (OQ-65); 0 means 5.
+	MaxAuthFailures int
+	// Control is the control plane's batcher (protocol.md §5.2); nil
+	// reports nothing and blocks nothing. The caller starts and closes it.
+	Control *control.Batcher
+	// Webhooks sends the customer webhooks of the grants' apps (§5.3); nil
+	// sends none. The caller closes it.
+	Webhooks *webhook.Dispatcher
+	// OnClose is called on a connection's worker once the session has let
+	// go of a closed connection (its organisation slot, its presence), for
+	// the transport's own accounting; nil for none.
+	OnClose func(*hub.Conn)
+	// Logger receives the session's logs (named "server"); nil means none.
+	Logger *zap.Logger
+}
+
+// PayloadCeiling is the hard upper bound of a publish's data in bytes
+// (protocol.md §6.11).
+const PayloadCeiling = 921600
+
+func (c *Config) setDefaults() {
+	if c.MaxMessageSize <= 0 || c.MaxMessageSize > PayloadCeiling {
+		c.MaxMessageSize = PayloadCeiling
+	}
+	if c.RateLimit <= 0 {
+		c.RateLimit = 50
+	}
+	if c.ErrorFrameLimit <= 0 {
+		c.ErrorFrameLimit = 10
+	}
+	if c.ErrorFloodLimit <= 0 {
+		c.ErrorFloodLimit = 1000
+	}
+	if c.MaxAuthFailures <= 0 {
+		c.MaxAuthFailures = 5
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Store == nil {
+		c.Store = noop.Store{}
+	}
+	if c.Broker == nil {
+		c.Broker = local.Broker{}
+	}
+	if c.NodeID == "" {
+		c.NodeID = uuid.NewString()
+	}
+	if c.Hub.RevalidateInterval <= 0 {
+		c.Hub.RevalidateInterval = 600 * time.Second
+	}
+}
+
+// Protocol is the session protocol of one node, shared by every connection
+// of every transport: the configuration, the hub, the presence registry,
+// the organisation counts and the counters. Its methods are safe for
+// concurrent use; those taking a *State run on that connection's reader.
+type Protocol struct {
+	cfg   Config
+	log   *zap.Logger
+	hub   *hub.Hub
+	orgs  orgCounter
+	pres  *presence.Registry[*hub.Conn] // owned by the hub's shared worker
+	obs   counters
+	multi bool // the broker is not local.Broker: a node of a cluster
+}
+
+// New validates cfg and builds the Protocol and its hub. The hub is not
+// started yet (Start).
+func New(cfg Config) (*Protocol, error) {
+	if cfg.Auth == nil {
+		return nil, errors.New("session: an Authenticator is required")
+	}
+	cfg.setDefaults()
+	_, single := cfg.Broker.(local.Broker)
+	p := &Protocol{cfg: cfg, log: cfg.Logger.Named("server"), pres: presence.New[*hub.Conn](), multi: !single}
+	hc := cfg.Hub
+	hc.Logger = cfg.Logger
+	hc.Revalidate = p.revalidate
+	hc.OnClose = p.closed
+	if p.multi {
+		hc.OnInterest = cfg.Broker.Interest
+		hc.OnGroupInterest = cfg.Broker.GroupInterest
+		p.orgs.share = cfg.Broker.SetConnections
+	}
+	p.hub = hub.New(hc)
+	if n, ok := cfg.Auth.(auth.Notifier); ok {
+		n.OnChange(p.hub.RevalidateAll)
+	}
+	return p, nil
+}
+
+// Start starts the workers and the fan-out broker, whose messages, group
+// copies, presence and connection counts come in through the Protocol
+// (broker.Handler). A broker error is returned as it is.
+func (p *Protocol) Start(ctx context.Context) error {
+	p.hub.Start()
+	return p.cfg.Broker.Start(ctx, remote{p})
+}
+
+// Shutdown closes the broker, then every connection with 1012 after what
+// is queued to it, and stops the workers, within ctx (hub.Hub.Shutdown).
+func (p *Protocol) Shutdown(ctx context.Context) error {
+	_ = p.cfg.Broker.Close()
+	return p.hub.Shutdown(ctx)
+}
+
+// Config returns the configuration in force, defaults applied.
+func (p *Protocol) Config() Config { return p.cfg }
+
+// Hub returns the worker pool.
+func (p *Protocol) Hub() *hub.Hub { return p.hub }
+
+// Broker returns the fan-out broker (Config.Broker, local.Broker for a
+// single node).
+func (p *Protocol) Broker() broker.Broker { return p.cfg.Broker }
+
+// Distributed reports whether the node is one of a cluster: its broker is
+// not the single-node local.Broker, so groups are served through the bus.
+func (p *Protocol) Distributed() bool { return p.multi }
+
+// closed lets go of a connection that ended (hub.Config.OnClose, on its
+// worker): its organisation slot and its presence, then Config.OnClose.
+func (p *Protocol) closed(c *hub.Conn) {
+	if sess := c.Session(); sess != nil && sess.LimitOrg != "" {
+		p.orgs.release(sess.LimitOrg)
+	}
+	if c.Phase() == hub.PhaseAuthed {
+		p.obs.authed.Add(-1)
+		p.hub.RunShared(func(w hub.Writer) {
+			p.unsharePresence(c)
+			p.emit(w, p.pres.Disconnect(c))
+		})
+	}
+	if p.cfg.OnClose != nil {
+		p.cfg.OnClose(c)
+	}
+}

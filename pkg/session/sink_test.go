@@ -1,0 +1,170 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// lineEncoding is a hub.Encoding of text lines, so what a connection got
+// reads as a transcript: "message <topic>" per delivery.
+type lineEncoding struct{}
+
+func (lineEncoding) ID() uint8                      { return 7 }
+func (lineEncoding) Message(m *wire.Message) []byte { return []byte("message " + m.Topic + "\n") }
+func (lineEncoding) Close(d disconnect.Disconnect) []byte {
+	return []byte("close " + d.Reason.String() + "\n")
+}
+func (lineEncoding) HandshakeTimeout() []byte { return nil }
+
+// testConn is an in-memory transport of one connection, both its
+// hub.Transport and its Sink: every reply is one line, its kind and, for
+// errors, the error.
+type testConn struct {
+	State
+	mu     sync.Mutex
+	out    bytes.Buffer
+	closed disconnect.Reason
+}
+
+func (t *testConn) Writev(bufs [][]byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, b := range bufs {
+		t.out.Write(b)
+		n += len(b)
+	}
+	return n, nil
+}
+func (t *testConn) CloseWrite() error      { return nil }
+func (t *testConn) Close() error           { return nil }
+func (t *testConn) Encoding() hub.Encoding { return lineEncoding{} }
+
+func (t *testConn) Frame(r Reply) []byte {
+	line := r.Kind.String()
+	if r.Err != nil {
+		line += " " + r.Err.Err
+	}
+	return []byte(line + "\n")
+}
+
+func (t *testConn) Write(r Reply) {
+	for t.Conn.PendingReplies() > 0 {
+		runtime.Gosched()
+	}
+	t.Conn.WriteFlush(t.Frame(r))
+}
+
+func (t *testConn) Disconnect(d disconnect.Disconnect) {
+	t.mu.Lock()
+	t.closed = d.Reason
+	t.mu.Unlock()
+	t.Conn.CloseNow(d)
+}
+
+// expect waits until the connection got want, line by line.
+func (t *testConn) expect(tb testing.TB, want ...string) {
+	tb.Helper()
+	joined := strings.Join(want, "\n") + "\n"
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		t.mu.Lock()
+		got := t.out.String()
+		t.mu.Unlock()
+		if got == joined {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("transcript = %q, want %q", got, joined)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type grants map[string]*auth.Grant
+
+func (g grants) Validate(_ context.Context, token string) (*auth.Grant, error) {
+	if gr, ok := g[token]; ok {
+		return gr, nil
+	}
+	return nil, auth.ErrDenied
+}
+
+func (g grants) Revalidate(context.Context, string) (*auth.Grant, error) { return nil, auth.ErrDenied }
+
+func newProtocol(t *testing.T) *Protocol {
+	t.Helper()
+	p, err := New(Config{Auth: grants{"tok": {ActorTokenID: "bob", ProjectID: "p",
+		Rules: acl.Rules{{Pattern: "demo/#", Topic: "demo", Permission: acl.PermPubSub, AppID: "app"}}}},
+		Hub: hub.Config{Workers: 2, Tick: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p
+}
+
+func (p *Protocol) connect(t *testing.T) *testConn {
+	t.Helper()
+	tc := &testConn{}
+	tc.Conn = p.Hub().Register(tc)
+	tc.Conn.SetPhase(hub.PhaseOpen)
+	t.Cleanup(func() { p.Hub().Closed(tc.Conn) })
+	return tc
+}
+
+func (p *Protocol) authed(t *testing.T) *testConn {
+	t.Helper()
+	tc := p.connect(t)
+	p.Handle(&tc.State, tc, &wire.Command{Type: "auth", HasToken: true, TokenIsString: true, Token: "tok"})
+	tc.expect(t, "authOK")
+	tc.out.Reset()
+	return tc
+}
+
+func TestReplyKindsInRequestOrder(t *testing.T) {
+	p := newProtocol(t)
+	tc := p.authed(t)
+	p.Handle(&tc.State, tc, &wire.Command{Type: "subscribe", HasTopic: true, Topic: "demo/a"})
+	p.Handle(&tc.State, tc, &wire.Command{Type: "subscribe", HasTopic: true, Topic: "other/a"})
+	p.Handle(&tc.State, tc, &wire.Command{Type: "publish", HasTopic: true, Topic: "demo/a", MsgRef: "r1", Echo: true})
+	p.Handle(&tc.State, tc, &wire.Command{Type: "unsubscribe", HasTopic: true, Topic: "demo/a"})
+	tc.expect(t, "subscribed", "error not_authorized", "published", "message demo/a", "unsubscribed")
+}
+
+func TestCommandBeforeAuthIsRefused(t *testing.T) {
+	p := newProtocol(t)
+	tc := p.connect(t)
+	p.Handle(&tc.State, tc, &wire.Command{Type: "subscribe", HasTopic: true, Topic: "demo/a"})
+	tc.expect(t, "error not_authenticated")
+}
+
+func TestAuthFailuresDisconnect(t *testing.T) {
+	p := newProtocol(t)
+	tc := p.connect(t)
+	for range p.Config().MaxAuthFailures {
+		p.Handle(&tc.State, tc, &wire.Command{Type: "auth", HasToken: true, TokenIsString: true, Token: "bad"})
+	}
+	lines := []string{}
+	for range p.Config().MaxAuthFailures {
+		lines = append(lines, "authFailed access_denied")
+	}
+	tc.expect(t, append(lines, "close auth_failures")...)
+	if tc.closed != disconnect.AuthFailures {
+		t.Fatalf("closed for %v, want auth_failures", tc.closed)
+	}
+}

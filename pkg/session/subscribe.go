@@ -1,0 +1,129 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/control"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/topic"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// subscribe handles `subscribe` (protocol.md §3.3): always exactly one
+// KindSubscribed or one KindError, with topic echoed as sent. The reply to
+// an accepted subscribe is written by the connection's worker once the
+// subscription is in place, before its retained messages.
+func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		p.badRequest(st, out, "subscribe requires topic")
+		return
+	}
+	c := st.Conn
+	sess := c.Session()
+	g := grantOf(sess)
+	if err := topic.ValidateSubscribe(cmd.Topic); err != nil {
+		p.refuseSubscribe(st, out, RefuseInvalidTopic, &wire.Error{Err: wire.ErrInvalidTopic, Topic: cmd.Topic, HasTopic: true, Detail: err.Error()})
+		return
+	}
+	spec, res, d := resolveSub(g, cmd.Topic)
+	if d != acl.Allowed {
+		var wider *auth.Grant
+		if sess, wider = p.widenGrant(c, sess, cmd.Topic); wider != nil {
+			g = wider
+			spec, res, d = resolveSub(g, cmd.Topic)
+		}
+	}
+	if d != acl.Allowed {
+		p.refuseSubscribe(st, out, RefuseGrant, unknownTopicError(c.Session(), cmd.Topic, d.Hint(acl.OpSubscribe), ""))
+		return
+	}
+	filters, errStr := cmd.Filters.Normalize()
+	if errStr != "" {
+		p.refuseSubscribe(st, out, RefuseInvalidFilter, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		return
+	}
+	spec.Filters, spec.QoS = filters, uint8(cmd.QoS)
+	if cmd.LoadBalance {
+		spec.LoadBalance = true
+		spec.Group = groupName(g, res.AppID, cmd.LoadBalanceGroup)
+	}
+	spec.Reply = out.Frame(Reply{Kind: KindSubscribed, Payload: wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance)})
+	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
+		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
+	p.hub.Subscribe(c, spec)
+	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
+	p.hydrate(c, out, g, res, cmd.Topic)
+}
+
+// roomAccessTimeout bounds the subscribe cache-miss fallback call
+// (protocol.md §4.10: 2 s).
+const roomAccessTimeout = 2 * time.Second
+
+// widenGrant runs the subscribe cache-miss fallback (protocol.md §4.10)
+// for a pattern outside the session's grant: when the auth backend
+// implements auth.RoomAccessChecker and allows the pattern, its rules are
+// prepended to a copy of the grant, installed as the connection's session,
+// and returned. It returns a nil grant otherwise (denied, failed, or no
+// fallback); the backend caches its denials.
+func (p *Protocol) widenGrant(c *hub.Conn, sess *hub.Session, pattern string) (*hub.Session, *auth.Grant) {
+	checker, ok := p.cfg.Auth.(auth.RoomAccessChecker)
+	if !ok {
+		return sess, nil
+	}
+	g := grantOf(sess)
+	ctx, cancel := context.WithTimeout(context.Background(), roomAccessTimeout)
+	rules, err := checker.CheckRoomAccess(ctx, g.ActorTokenID, pattern)
+	cancel()
+	if err != nil || len(rules) == 0 {
+		return sess, nil
+	}
+	wider := *g
+	wider.Rules = append(append(make(acl.Rules, 0, len(rules)+len(g.Rules)), rules...), g.Rules...)
+	next := *sess
+	next.Grant = &wider
+	c.SetSession(&next)
+	return &next, &wider
+}
+
+// unsubscribe always answers KindUnsubscribed, subscribed or not (OQ-60),
+// from the connection's worker once the subscription is gone.
+func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		p.badRequest(st, out, "unsubscribe requires topic")
+		return
+	}
+	c := st.Conn
+	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(Reply{Kind: KindUnsubscribed, Payload: wire.AppendUnsubscribed(nil, cmd.Topic)}))
+	p.reportSubscription(grantOf(c.Session()), control.ActionUnsubscribe, cmd.Topic, false, "", wire.FilterSpec{})
+}
+
+// setFilters replaces a live subscription's filters (protocol.md §6.9,
+// OQ-61): KindFiltersUpdated, or a not_subscribed KindError, from the
+// worker once the change is in force.
+func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {
+	if !cmd.HasTopic {
+		p.badRequest(st, out, "setFilters requires topic")
+		return
+	}
+	if cmd.Filters.Kind == wire.FiltersAbsent {
+		p.badRequest(st, out, "setFilters requires filters")
+		return
+	}
+	filters, errStr := cmd.Filters.Normalize()
+	if errStr != "" {
+		p.answerError(st, out, &wire.Error{Err: errStr, Topic: cmd.Topic, HasTopic: true})
+		return
+	}
+	var raw []byte
+	if cmd.Filters.Kind == wire.FiltersArray {
+		raw = append([]byte(nil), cmd.Filters.Raw...)
+	}
+	c := st.Conn
+	ok := out.Frame(Reply{Kind: KindFiltersUpdated, Payload: wire.AppendFiltersUpdated(nil, cmd.Topic, raw)})
+	notSub := out.Frame(errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	p.hub.SetFilters(c, cmd.Topic, filters, ok, notSub)
+	p.reportSubscription(grantOf(c.Session()), control.ActionSubscribe, cmd.Topic, false, "", cmd.Filters)
+}
