@@ -208,14 +208,24 @@ func TestNATSServerLossLosesNoSubscription(t *testing.T) {
 }
 
 // A node that joins after a retained publish gets it from JetStream.
+//
+// Start waits up to 5 s for the node to follow the retained stream; on a
+// loaded machine (go test -race ./...) a fresh cluster's JetStream can take
+// longer, and the node then stores its retained publish in the stream only
+// once it follows it, maybe after the late node's patience. So the test
+// waits for both nodes to follow the stream (what it is about), not on
+// the time that takes; the recovery itself is natsbroker's
+// TestRetainedRecoversWhenJetStreamComesUp.
 func TestNATSClusterRetainedForALateNode(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	a, _ := natsNode(t, servers, 0, nil)
+	a, ab := natsNode(t, servers, 0, nil)
+	waitFor(t, 30*time.Second, ab.RetainedReady)
 	alice := authed(t, a, "dev-token-alice")
 	alice.Send("type", "publish", "topic", "demo/general/config", "data", map[string]any{"v": 7}, "retain", true, "msgRef", "r")
 	alice.ExpectFields("type", "published", "msgRef", "r")
 	time.Sleep(300 * time.Millisecond)
-	late, _ := natsNode(t, servers, 2, nil)
+	late, lb := natsNode(t, servers, 2, nil)
+	waitFor(t, 30*time.Second, lb.RetainedReady)
 	bob := authed(t, late, "dev-token-bob")
 	took := interestSettles(t, func() bool {
 		bob.Send("type", "subscribe", "topic", "demo/general/config")

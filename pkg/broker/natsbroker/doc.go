@@ -9,13 +9,29 @@
 //     publish back.
 //   - Load-balanced groups are NATS queue groups, on a second connection
 //     with echo, so the publishing node's own members take part.
-//   - Retained messages are a JetStream stream (KRAKEN_RETAINED, one
-//     message per retained subject, RetainTTL, MaxRetained,
-//     RetainReplicas) that every node follows from the start.
+//   - Retained messages are a JetStream stream (RetainedStream of the
+//     prefix: KRAKEN_RETAINED for the default "kraken", <prefix>_RETAINED
+//     otherwise; one message per retained subject, RetainTTL, MaxRetained,
+//     RetainReplicas) that every node follows from the start: it replays
+//     the ones set before it started, then follows (retained.go).
 //   - Presence, per-organisation connection counts and node liveness are a
 //     JetStream KV bucket (StateBucket, StateReplicas replicas, default
 //     RetainReplicas): see state.go for the keys, how a node is judged down
 //     (Heartbeat, LivenessTimeout) and who purges its keys.
+//
+// Start waits (up to RetainWait, 5 s by default) until the node follows
+// the retained stream, so a retained publish made once Start has returned
+// is kept for nodes that start later. When JetStream cannot be reached
+// that soon (a fresh cluster still electing its meta leader, a JetStream
+// outage), Start returns anyway rather than hold the node up: the node
+// follows retained publishes live meanwhile, retries in the background
+// (backoff up to 5 s, until Close) and logs once when it follows the
+// stream. Its own retained publishes of the meantime reach the live nodes
+// at once and are stored in the stream once it can be reached (unless a
+// newer one for the topic is there by then); only from then on are they
+// replayed to nodes that start later. RetainedReady says whether the node
+// follows the stream; the retry is logged at start and on recovery, and
+// Stats counts what was stored late (Recaptured) or not at all (Unkept).
 //
 // Without JetStream on the servers, publications and groups cross as
 // usual, but retained messages set before a node started do not reach it

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/broker"
@@ -28,7 +27,8 @@ type Config struct {
 	Node string
 	// Prefix is the first subject token of everything the broker sends;
 	// "" means "kraken". Several clusters can share one NATS system with
-	// different prefixes.
+	// different prefixes: the JetStream names derive from it too
+	// (RetainedStream, StateBucket).
 	Prefix string
 	// Options are extra nats.go options: credentials (nats.UserCredentials),
 	// TLS (nats.RootCAs, nats.ClientCert), and so on.
@@ -44,6 +44,9 @@ type Config struct {
 	// RetainReplicas is the JetStream replica count of the retained
 	// stream; 0 means 1 (3 on a three-server cluster survives a server).
 	RetainReplicas int
+	// RetainWait is how long Start waits for the node to follow the
+	// retained stream (see the package doc); 0 means 5 s.
+	RetainWait time.Duration
 	// StateReplicas is the replica count of the shared-state KV bucket
 	// (StateBucket); 0 means RetainReplicas.
 	StateReplicas int
@@ -70,6 +73,11 @@ type Stats struct {
 	// retained one); Dropped the publishes nats.go refused (disconnected
 	// with a full reconnect buffer, or closed).
 	Published, Dropped uint64
+	// Recaptured counts own retained publishes made before the node
+	// followed the retained stream and stored in it afterwards; Unkept
+	// those that could not be (past MaxRetained waiting, or a failed
+	// JetStream call). See retained.go.
+	Recaptured, Unkept uint64
 	// Received counts messages handed to the node; Duplicates those
 	// dropped as a second copy of one publish (overlapping interests);
 	// Malformed those that did not decode.
@@ -98,36 +106,36 @@ type Stats struct {
 // node's own members stay in the queue group: NATS picks one member node
 // among all of them, the publisher included.
 //
-// Presence, connection counts and node liveness are a JetStream KV bucket
-// (state.go). Without JetStream on the servers they stay per node, as
-// retained messages published before a node started are then lost to it:
-// logged once at start.
+// Retained messages are a JetStream stream (RetainedStream, retained.go)
+// and presence, connection counts and node liveness a JetStream KV bucket
+// (StateBucket, state.go). Without JetStream on the servers the state
+// stays per node, and retained messages published before a node started
+// are lost to it: each logged once at start.
 //
 // Publications go to the subject of their routing key; a node subscribes to
 // the subjects of the keys and patterns it has interest in (one NATS
 // subscription per pattern, reference-counted), so NATS sends one message
 // per interested node. A load-balanced group is a NATS queue group: each
 // node with members of it queue-subscribes, and NATS hands each message to
-// one of them. Every node subscribes to the retained subjects and follows
-// every retained publish. nats.go keeps the subscriptions across reconnects
-// and buffers publishes while disconnected; nothing here blocks on the
-// network.
+// one of them. Every node follows every retained publish. nats.go keeps
+// the subscriptions across reconnects and buffers publishes while
+// disconnected; nothing here blocks on the network.
 type Broker struct {
-	cfg      Config
-	log      *zap.Logger
-	msgs     string // subject prefix of publications
-	kept     string // subject prefix of retained copies
-	seq      atomic.Uint64
-	nc       *nats.Conn // NoEcho: publishes, broadcast interest, retained, JetStream
-	qc       *nats.Conn // echo: queue groups
-	state    *shared
-	h        broker.Handler
-	dedup    dedup
-	stats    counters
-	mu       sync.Mutex
-	subs     map[interest]*interestSubs
-	closed   bool
-	retained jetstream.ConsumeContext // nil without JetStream
+	cfg    Config
+	log    *zap.Logger
+	msgs   string // subject prefix of publications
+	kept   string // subject prefix of retained copies
+	seq    atomic.Uint64
+	nc     *nats.Conn // NoEcho: publishes, broadcast interest, retained, JetStream
+	qc     *nats.Conn // echo: queue groups
+	state  *shared
+	h      broker.Handler
+	dedup  dedup
+	stats  counters
+	mu     sync.Mutex
+	subs   map[interest]*interestSubs
+	closed bool
+	ret    retention // retained.go
 }
 
 type interest struct {
@@ -168,6 +176,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.MaxRetained <= 0 {
 		cfg.MaxRetained = 100000
 	}
+	if cfg.RetainWait <= 0 {
+		cfg.RetainWait = 5 * time.Second
+	}
 	if cfg.RetainReplicas <= 0 {
 		cfg.RetainReplicas = 1
 	}
@@ -197,10 +208,12 @@ func New(cfg Config) (*Broker, error) {
 }
 
 // Start connects to NATS, subscribes to the retained subjects and starts
-// sharing state; it waits up to StateTimeout for the other nodes' current
-// state when connected. A first connection that fails is retried in the
-// background (the node serves its own connections meanwhile), so Start
-// fails only on a bad configuration.
+// sharing state. When connected, it waits up to RetainWait for the retained
+// stream to be followed (see retained.go; past that, the node follows
+// retained publishes live and keeps retrying in the background) and up to
+// StateTimeout for the other nodes' current state. A first connection that
+// fails is retried in the background (the node serves its own connections
+// meanwhile), so Start fails only on a bad configuration.
 func (b *Broker) Start(_ context.Context, h broker.Handler) error {
 	b.h = h
 	url := strings.Join(b.cfg.URLs, ",")
@@ -265,61 +278,20 @@ func (b *Broker) options(name string, first bool) []nats.Option {
 	return append(opts, b.cfg.Options...)
 }
 
-// retainedStream is the JetStream stream of retained messages: one message
-// per retained subject, the newest.
-const retainedStream = "KRAKEN_RETAINED"
-
-// followRetained makes every retained publish reach this node, the ones
-// set before it started included: with JetStream, a stream keeps the newest
-// message of each retained subject (for RetainTTL, at most MaxRetained) and
-// an ordered consumer replays them, then follows; without JetStream on the
-// servers, a core subscription follows live publishes only (logged).
-func (b *Broker) followRetained() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	js, err := jetstream.New(b.nc)
-	if err == nil {
-		var st jetstream.Stream
-		st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name: retainedStream, Subjects: []string{b.kept + ".>"}, MaxMsgsPerSubject: 1,
-			MaxAge: b.cfg.RetainTTL, MaxMsgs: b.cfg.MaxRetained, Discard: jetstream.DiscardOld,
-			Replicas: b.cfg.RetainReplicas, Storage: jetstream.FileStorage,
-		})
-		if err == nil {
-			var cons jetstream.Consumer
-			cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-				FilterSubjects: []string{b.kept + ".>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-			if err == nil {
-				started := time.Now()
-				b.retained, err = cons.Consume(func(msg jetstream.Msg) {
-					// This node's own publishes from before it started (a
-					// fixed NODE_ID across a restart) are replayed; later ones
-					// it applied itself.
-					md, _ := msg.Metadata()
-					b.onRetainedData(msg.Data(), md != nil && md.Timestamp.Before(started))
-				})
-			}
-		}
-	}
-	if err == nil {
-		return nil
-	}
-	b.log.Warn("JetStream unavailable: retained messages set before this node started are not recovered", zap.Error(err))
-	if _, err := b.nc.Subscribe(b.kept+".>", func(msg *nats.Msg) { b.onRetainedData(msg.Data, false) }); err != nil {
-		return fmt.Errorf("natsbroker: subscribe to retained messages: %w", err)
-	}
-	return nil
-}
-
 // Publish implements broker.Broker: one NATS message to the key's subject,
 // and for a retained publish one more to its retained subject.
 func (b *Broker) Publish(m *broker.Message) error {
-	payload := encode(m, b.seq.Add(1))
+	seq := b.seq.Add(1)
+	payload := encode(m, seq)
 	if err := b.send(keySubject(b.msgs, m.Key), payload); err != nil {
 		return err
 	}
 	if m.Retain {
-		return b.send(keySubject(b.kept, m.Key), payload)
+		subject := keySubject(b.kept, m.Key)
+		if !b.ret.settled.Load() {
+			b.keepPending(subject, payload, seq) // stored in the stream once it is followed
+		}
+		return b.send(subject, payload)
 	}
 	return nil
 }
@@ -440,19 +412,6 @@ func (b *Broker) onGroup(msg *nats.Msg, name, key string) {
 	b.h.HandleGroupMessage(m, name, key)
 }
 
-func (b *Broker) onRetainedData(data []byte, replayed bool) {
-	m, _, err := decode(data)
-	if err != nil {
-		b.stats.malformed.Add(1)
-		return
-	}
-	if m.Node == b.cfg.Node && !replayed {
-		return
-	}
-	b.stats.received.Add(1)
-	b.h.HandleRetained(m)
-}
-
 // Ready reports whether both of the node's connections to NATS are up (an
 // error saying which is not otherwise), for readiness checks.
 func (b *Broker) Ready() error {
@@ -478,6 +437,7 @@ func (b *Broker) ConnectedURL() string {
 // Stats returns the counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Published: b.stats.published.Load(), Dropped: b.stats.dropped.Load(),
+		Recaptured: b.ret.recaptured.Load(), Unkept: b.ret.unkept.Load(),
 		Received: b.stats.received.Load(), Duplicates: b.stats.duplicates.Load(),
 		Malformed: b.stats.malformed.Load(), Reconnects: b.stats.reconnects.Load(),
 		StateWrites: b.state.stats.writes.Load(), StateDropped: b.state.stats.dropped.Load(),
@@ -511,20 +471,7 @@ func (b *Broker) stop(goodbye bool) error {
 	}
 	// No goodbye while disconnected: the others judge this node down.
 	b.state.shutdown(goodbye && b.nc.IsConnected())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		if b.retained != nil {
-			// Stop waits while nats.go makes the consumer again, which it
-			// retries as long as the stream is missing (a server that lost
-			// its store): closing the connection below ends that.
-			b.retained.Stop()
-		}
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(time.Second):
-	}
+	stopped := b.stopRetained()
 	for _, c := range []*nats.Conn{b.nc, b.qc} {
 		if c.IsConnected() {
 			_ = c.FlushTimeout(time.Second)

@@ -123,6 +123,28 @@ func startCluster(t testing.TB, n int) ([]*natsserver.Server, error) {
 	}
 }
 
+// ClusterOptions returns the options of n servers of one cluster, as
+// Cluster makes them (routes to each other, JetStream on, each with its own
+// temporary store), for the caller to start with RunServer one at a time:
+// JetStream has no meta leader until a majority runs.
+func ClusterOptions(t testing.TB, n int) []*natsserver.Options {
+	t.Helper()
+	ports := make([]int, n)
+	var routes []string
+	for i := range ports {
+		ports[i] = freePort(t)
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	var out []*natsserver.Options
+	for i := 0; i < n; i++ {
+		out = append(out, &natsserver.Options{ServerName: fmt.Sprintf("s%d", i),
+			JetStream: true, StoreDir: t.TempDir(),
+			Cluster: natsserver.ClusterOpts{Name: "kraken-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))})
+	}
+	return out
+}
+
 // FreePort returns a loopback TCP port nothing listens on now, e.g. to
 // restart a server on the same port.
 func FreePort(t testing.TB) int { return freePort(t) }
