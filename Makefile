@@ -15,7 +15,7 @@ FUZZTIME ?= 40000x
 GO_FILES = { git ls-files -z -- '*.go' ':(exclude)*testdata/*' 2>/dev/null \
 	|| find . -name '*.go' -not -path '*/testdata/*' -not -path './vendor/*' -print0; }
 
-.PHONY: help build run test lint fuzz-smoke fuzz bench bench-full bench-go docker up down clean
+.PHONY: help build run test test-netpoll lint fuzz-smoke fuzz bench bench-full bench-go docker up down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,9 +26,20 @@ build: ## Build a static bin/kraken stamped with VERSION
 run: ## Run the broker on its defaults (port 8080, examples/auth.json)
 	$(GO) run ./cmd/kraken
 
-test: lint ## The one test command: gofmt, vet, race tests, fuzz smoke
+test: lint ## The one test command: gofmt, vet, race tests, fuzz smoke, netpoll's tests
 	$(GO) test -race -shuffle=on -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory test-netpoll
+
+# third_party/netpoll is the patched netpoll of go.mod's replace
+# (third_party/netpoll/PATCH.md). It is a module of its own, so `go test ./...`
+# and `go vet ./...` above do not reach it. Two of its tests are left out:
+# they fail or hang now and then on pristine v0.7.2 too (TestGracefulExit
+# races the accept and rebinds its port while TIME_WAIT sockets hold it;
+# PATCH.md has the counts). About a minute.
+NETPOLL_FLAKY = ^(TestGracefulExit|TestDialerThenClose)$$
+test-netpoll: ## netpoll's own tests (third_party/netpoll), race detector on
+	cd third_party/netpoll && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m -skip '$(NETPOLL_FLAKY)' ./...
 
 lint: ## gofmt -l (must print nothing) and go vet
 	@unformatted=$$($(GO_FILES) | xargs -0 -r gofmt -l); \

@@ -40,3 +40,5 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/cloudwego/netpoll => ./third_party/netpoll

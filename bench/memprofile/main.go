@@ -1,27 +1,47 @@
 // Command memprofile measures what one idle, authenticated connection costs
 // inside the broker, by owner. It runs kraken's server in this process with
-// every allocation recorded (runtime.MemProfileRate = 1), opens N
-// connections that each authenticate, subscribe to two topics and receive
-// one message, lets them go idle, and attributes the bytes still in use to
-// the code that allocated them: netpoll's connection record, its buffers,
-// kraken's connection record, subscriptions, and so on.
+// every allocation recorded (runtime.MemProfileRate = 1) and opens N
+// connections from a child process (this program again, with -client), so
+// that the broker's process holds only the broker's side. Each connection
+// authenticates, subscribes to two topics and receives one message per
+// topic, then goes idle.
 //
-//	go run ./bench/memprofile -n 5000
+//	go run ./bench/memprofile -n 10000
 //
-// The client side of each connection lives in the same process; its
-// allocations are reported separately and left out of the per-connection
-// figure.
+// It then attributes every byte the process grew by, per connection:
+//
+//   - the live heap, by allocation site, grouped by owner: kraken's own
+//     records, the token's grant, netpoll (the copy in third_party/netpoll)
+//     and the buffers it takes from bytedance/gopkg's mcache;
+//   - what the Go runtime holds on top of the live heap (runtime/metrics):
+//     the unused part of in-use spans, free pages not yet returned to the
+//     OS, stacks, GC and span metadata, and the memory profile's own
+//     buckets (there only because of MemProfileRate = 1);
+//   - the RSS the kernel counts for the process (VmRSS), before the forced
+//     collections of the snapshot and after them.
+//
+// It also lists the bytes allocated per connection during setup (upgrade,
+// auth, subscribe, the two deliveries) that were garbage by the end: the
+// allocations that die young, which set how soon the collector runs and how
+// far the heap grows between collections.
 package main
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,37 +54,160 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 5000, "connections (the process holds both ends: keep 2n under the open-file limit)")
+	// The plain pass must not sample: set before anything is allocated.
+	runtime.MemProfileRate = 0
+	n := flag.Int("n", 5000, "connections (the broker holds n+1 descriptors, the client process as many)")
+	client := flag.String("client", "", "internal: run as the client process against this address")
+	profile := flag.Bool("profile", false, "internal: run the profiled pass (MemProfileRate = 1) and print its tables")
+	top := flag.Int("top", 12, "setup garbage: sites to list")
 	flag.Parse()
-	runtime.MemProfileRate = 1
-	if err := run(*n); err != nil {
+	var err error
+	switch {
+	case *client != "":
+		err = runClient(*client, *n)
+	case *profile:
+		runtime.MemProfileRate = 1
+		err = runProfiled(*n, *top)
+	default:
+		err = runPlain(*n)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "memprofile:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int) error {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
-		Hub: hub.Config{Workers: 2}})
+// ownersPrefix starts the line on which the profiled pass hands its live
+// heap by owner to the plain pass.
+const ownersPrefix = "OWNERS "
+
+// runPlain runs the profiled pass in a child process, prints its tables,
+// then measures the same connections here without profiling: the runtime's
+// memory classes and the RSS are not inflated by the profiler's records.
+func runPlain(n int) error {
+	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(); err != nil {
+	cmd := exec.Command(exe, append([]string{"-profile"}, os.Args[1:]...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("profiled pass: %w", err)
+	}
+	owners := map[string]int64{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, ownersPrefix); ok {
+			if err := json.Unmarshal([]byte(rest), &owners); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Println(l)
+	}
+	before, after, goroutines, err := session(n)
+	if err != nil {
 		return err
+	}
+	reportPlain(before, after, owners, n)
+	fmt.Printf("\ngoroutines in the broker process: %d before the connections, %d with %d idle connections open\n",
+		goroutines[0], goroutines[1], n+1)
+	fmt.Printf("GOGC=%s GOMEMLIMIT=%s (as set in the environment; empty: the default)\n",
+		os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
+	printNetpoll()
+	return nil
+}
+
+// runProfiled measures the live heap and the setup garbage by allocation
+// site, and prints the owners' totals for the plain pass.
+func runProfiled(n, top int) error {
+	before, after, _, err := session(n)
+	if err != nil {
+		return err
+	}
+	owners := reportProfiled(before, after, n, top)
+	b, err := json.Marshal(owners)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s%s\n", ownersPrefix, b)
+	return nil
+}
+
+// point is one measurement of the broker process.
+type point struct {
+	inuse   map[string]int64 // live heap bytes by allocation site
+	alloc   map[string]int64 // bytes ever allocated by site
+	classes map[string]int64 // runtime/metrics memory classes after the forced collections
+	idle    map[string]int64 // the same before them: as the collector left the idle broker
+	rssPre  int64            // VmRSS before the forced collections
+	rss     int64            // VmRSS after them
+}
+
+// session starts a broker in this process, measures it, opens n idle
+// connections from a client process, measures again, and returns both
+// points and the goroutine counts.
+func session(n int) (before, after point, goroutines [2]int, err error) {
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
+		Hub: hub.Config{Workers: 2}})
+	if err != nil {
+		return before, after, goroutines, err
+	}
+	if err = srv.Start(); err != nil {
+		return before, after, goroutines, err
 	}
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 	addr := srv.Addr().String()
-	before := snapshot()
-	goroutinesBefore := runtime.NumGoroutine()
+	time.Sleep(200 * time.Millisecond)
+	before = measure()
+	goroutines[0] = runtime.NumGoroutine()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return before, after, goroutines, err
+	}
+	cmd := exec.Command(exe, "-client", addr, "-n", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return before, after, goroutines, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return before, after, goroutines, err
+	}
+	if err = cmd.Start(); err != nil {
+		return before, after, goroutines, err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		return before, after, goroutines, fmt.Errorf("client process: %q, %v", line, err)
+	}
+	time.Sleep(time.Second) // idle: the sweep and the replies settle
+	if got := srv.Hub().Stats().Connections; got != int64(n+1) {
+		return before, after, goroutines, fmt.Errorf("the broker holds %d connections, want %d", got, n+1)
+	}
+	after = measure()
+	goroutines[1] = runtime.NumGoroutine()
+	return before, after, goroutines, nil
+}
+
+// runClient opens n idle connections and a publisher, publishes one message
+// to each topic, checks that every connection got both, prints "ready" and
+// holds the connections until its stdin closes.
+func runClient(addr string, n int) error {
 	conns := make([]net.Conn, 0, n)
+	readers := make([]*bufio.Reader, 0, n)
 	for i := 0; i < n; i++ {
-		c, err := dial(addr, i)
+		c, br, err := dial(addr, i)
 		if err != nil {
 			return err
 		}
 		conns = append(conns, c)
+		readers = append(readers, br)
 	}
-	pub, err := dial(addr, n)
+	pub, _, err := dial(addr, n)
 	if err != nil {
 		return err
 	}
@@ -73,24 +216,17 @@ func run(n int) error {
 			return err
 		}
 	}
-	for _, c := range conns { // every subscriber reads its two messages
-		r := bufio.NewReader(c)
+	for _, br := range readers { // every subscriber reads its two messages
 		for k := 0; k < 2; k++ {
-			if _, err := ws.ReadFrame(r); err != nil {
+			if _, err := ws.ReadFrame(br); err != nil {
 				return err
 			}
 		}
 	}
-	time.Sleep(time.Second)
-	after := snapshot()
-	if got := srv.Hub().Stats().Connections; got != int64(n+1) {
-		return fmt.Errorf("the broker holds %d connections, want %d", got, n+1)
+	fmt.Println("ready")
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
 	}
-	report(before, after, n)
-	// The client side holds no goroutine per connection either: its
-	// connections are only read above, from this goroutine.
-	fmt.Printf("goroutines: %d before the connections, %d with %d idle connections open\n",
-		goroutinesBefore, runtime.NumGoroutine(), n+1)
 	runtime.KeepAlive(conns)
 	runtime.KeepAlive(pub)
 	return nil
@@ -98,13 +234,13 @@ func run(n int) error {
 
 // dial opens one connection: upgrade, auth, two subscriptions, and waits
 // for the three replies.
-func dial(addr string, i int) (net.Conn, error) {
+func dial(addr string, i int) (net.Conn, *bufio.Reader, error) {
 	c, br, _, err := ws.Dial(context.Background(), "ws://"+addr+"/ws")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if br == nil {
-		br = bufio.NewReader(c)
+		br = bufio.NewReaderSize(c, 512)
 	}
 	for _, m := range [][]byte{
 		testpeer.Map("type", "auth", "token", fmt.Sprintf("idle-%d", i)),
@@ -112,23 +248,31 @@ func dial(addr string, i int) (net.Conn, error) {
 		testpeer.Map("type", "subscribe", "topic", "bench/idle/b"),
 	} {
 		if err := ws.WriteFrame(c, ws.MaskFrame(ws.NewBinaryFrame(m))); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for k := 0; k < 3; k++ {
 		if _, err := ws.ReadFrame(br); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return c, nil
+	return c, br, nil
 }
 
-// snapshot returns the bytes in use by allocation site, keyed by the first
-// frame that is not the runtime or an allocation helper.
-func snapshot() map[string]int64 {
+// measure reads VmRSS, forces the collections the heap profile needs, and
+// returns the heap by allocation site and the runtime's memory classes.
+func measure() point {
+	p := point{rssPre: vmRSS(), idle: memClasses()}
 	for i := 0; i < 4; i++ { // the profile lags up to two cycles behind
 		runtime.GC()
 	}
+	p.inuse, p.alloc = heapBySite()
+	p.classes = memClasses()
+	p.rss = vmRSS()
+	return p
+}
+
+func heapBySite() (inuse, alloc map[string]int64) {
 	var recs []runtime.MemProfileRecord
 	n, _ := runtime.MemProfile(nil, false)
 	for {
@@ -140,11 +284,44 @@ func snapshot() map[string]int64 {
 			break
 		}
 	}
-	out := map[string]int64{}
+	inuse, alloc = map[string]int64{}, map[string]int64{}
 	for _, r := range recs {
-		out[site(r.Stack())] += r.InUseBytes()
+		s := site(r.Stack())
+		inuse[s] += r.InUseBytes()
+		alloc[s] += r.AllocBytes
+	}
+	return inuse, alloc
+}
+
+// memClasses reads the runtime's /memory/classes metrics, which add up to
+// everything the runtime has mapped.
+func memClasses() map[string]int64 {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") && d.Kind == metrics.KindUint64 {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	out := map[string]int64{}
+	for _, s := range samples {
+		out[s.Name] = int64(s.Value.Uint64())
 	}
 	return out
+}
+
+func vmRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func site(stack []uintptr) string {
@@ -173,46 +350,139 @@ func short(fn string) string {
 	return fn
 }
 
-func report(before, after map[string]int64, n int) {
+// owner names who an allocation belongs to, from its innermost frame.
+func owner(site string) string {
+	inner, _, _ := strings.Cut(site, " < ")
+	switch {
+	case strings.HasPrefix(inner, "pkg/auth/"):
+		return "grant"
+	case strings.HasPrefix(inner, "pkg/"):
+		return "kraken"
+	case strings.HasPrefix(inner, "cloudwego/netpoll"), strings.HasPrefix(inner, "bytedance/gopkg"),
+		strings.HasPrefix(site, "syscall.anyToSockaddr < syscall.Accept"):
+		return "netpoll"
+	case inner == "":
+		return "runtime"
+	}
+	return "other"
+}
+
+// owners are the rows of the live heap by owner, in report order.
+var owners = []struct{ key, what string }{
+	{"kraken", "kraken's records: hub.Conn, reader state, session, subscriptions, index slots"},
+	{"grant", "the token's grant (one per connection with AUTH_ALLOW_ALL, as here; shared per token with a token file)"},
+	{"netpoll", "netpoll: connection, buffers, FD operator, addresses, callbacks, server table"},
+	{"other", "other live heap (this program, the standard library)"},
+	{"runtime", "live heap without a stack (runtime-internal)"},
+}
+
+// What the runtime/metrics memory classes other than heap objects are.
+var classNames = []struct{ metric, what string }{
+	{"/memory/classes/heap/unused:bytes", "heap: unused part of in-use spans (size-class rounding, fragmentation)"},
+	{"/memory/classes/heap/free:bytes", "heap: free pages not yet returned to the OS"},
+	{"/memory/classes/heap/stacks:bytes", "stacks: goroutine stacks"},
+	{"/memory/classes/os-stacks:bytes", "stacks: OS thread stacks"},
+	{"/memory/classes/metadata/mspan/inuse:bytes", "metadata: span structures"},
+	{"/memory/classes/metadata/mcache/inuse:bytes", "metadata: per-P caches"},
+	{"/memory/classes/metadata/other:bytes", "metadata: GC bitmaps, arena index, other"},
+	{"/memory/classes/other:bytes", "other runtime (specials, trace buffers, debug structures)"},
+	{"/memory/classes/profiling/buckets:bytes", "profiling buckets"},
+}
+
+// reportProfiled prints the live heap by site and the setup garbage, and
+// returns the live heap by owner.
+func reportProfiled(before, after point, n, top int) map[string]int64 {
+	per := func(d int64) float64 { return float64(d) / float64(n) }
 	type row struct {
-		site  string
-		bytes int64
+		owner, site string
+		bytes       int64
 	}
 	var rows []row
-	var server, client int64
-	for k, v := range after {
-		d := v - before[k]
-		if d <= int64(n)/4 { // less than a quarter byte per connection: noise
-			continue
-		}
-		rows = append(rows, row{k, d})
-		if isClient(k) {
-			client += d
-		} else {
-			server += d
+	byOwner := map[string]int64{}
+	for k, v := range after.inuse {
+		d := v - before.inuse[k]
+		byOwner[owner(k)] += d
+		if d > int64(n)/4 { // a quarter byte per connection or more
+			rows = append(rows, row{owner(k), k, d})
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].bytes > rows[j].bytes })
-	fmt.Printf("heap in use per idle connection, %d connections (bytes; allocation site, innermost first)\n\n", n)
-	fmt.Printf("| bytes/conn | side | allocation site |\n|---:|---|---|\n")
+	fmt.Printf("live heap per idle connection, %d connections (profiled pass, allocation site innermost first)\n\n", n)
+	fmt.Printf("| B/conn | owner | allocation site |\n|---:|---|---|\n")
 	for _, r := range rows {
-		side := "broker"
-		if isClient(r.site) {
-			side = "client"
-		}
-		fmt.Printf("| %.0f | %s | %s |\n", float64(r.bytes)/float64(n), side, r.site)
+		fmt.Printf("| %.0f | %s | %s |\n", per(r.bytes), r.owner, r.site)
 	}
-	fmt.Printf("\nbroker total: %.0f B/conn; client side (left out): %.0f B/conn\n",
-		float64(server)/float64(n), float64(client)/float64(n))
+
+	var grows []row
+	var garbage int64
+	for k, v := range after.alloc {
+		d := v - before.alloc[k] - (after.inuse[k] - before.inuse[k]) // allocated during setup and freed again
+		if d <= int64(n)/4 || owner(k) == "other" {
+			continue // this program's own measuring
+		}
+		garbage += d
+		grows = append(grows, row{owner(k), k, d})
+	}
+	sort.Slice(grows, func(i, j int) bool { return grows[i].bytes > grows[j].bytes })
+	fmt.Printf("\nsetup garbage: %.0f B per connection allocated by the broker while the connections were set up and freed since (top %d sites)\n\n",
+		per(garbage), top)
+	fmt.Printf("| B/conn | owner | allocation site |\n|---:|---|---|\n")
+	for i, r := range grows {
+		if i == top {
+			break
+		}
+		fmt.Printf("| %.0f | %s | %s |\n", per(r.bytes), r.owner, r.site)
+	}
+	fmt.Println()
+	return byOwner
 }
 
-// isClient reports allocations made by this program's clients (Go's net
-// package and gobwas's dialer), not by the broker.
-func isClient(site string) bool {
-	for _, p := range []string{"net.", "gobwas/ws.Dial", "main.dial", "bufio.NewReader", "main.run", "os.", "internal/poll"} {
-		if strings.HasPrefix(site, p) || strings.Contains(site, " < "+p) {
-			return true
+// reportPlain attributes every byte the unprofiled broker grew by: the live
+// heap by owner (from the profiled pass), then the runtime's classes.
+func reportPlain(before, after point, byOwner map[string]int64, n int) {
+	per := func(d int64) float64 { return float64(d) / float64(n) }
+	delta := func(m string) int64 { return after.classes[m] - before.classes[m] }
+	idle := func(m string) int64 { return after.idle[m] - before.idle[m] }
+	objects := delta("/memory/classes/heap/objects:bytes")
+	var profiled int64
+	for _, v := range byOwner {
+		profiled += v
+	}
+	fmt.Printf("every byte per idle connection, by owner (plain pass, %d connections, no profiling)\n\n", n)
+	fmt.Printf("Idle: as the collector left the broker, 1 s after the last message. Collected: after 4 forced collections.\n\n")
+	fmt.Printf("| idle B/conn | collected B/conn | owner | what |\n|---:|---:|---|---|\n")
+	for _, o := range owners {
+		fmt.Printf("| | %.0f | %s | %s |\n", per(byOwner[o.key]), o.key, o.what)
+	}
+	fmt.Printf("| | %.0f | | live heap of this pass against the profiled one (heap objects %.0f − %.0f) |\n",
+		per(objects-profiled), per(objects), per(profiled))
+	const objectsMetric = "/memory/classes/heap/objects:bytes"
+	fmt.Printf("| %.0f | %.0f | | **heap objects** (idle: live and not yet collected) |\n", per(idle(objectsMetric)), per(objects))
+	total, totalIdle := objects, idle(objectsMetric)
+	for _, c := range classNames {
+		d, di := delta(c.metric), idle(c.metric)
+		total += d
+		totalIdle += di
+		fmt.Printf("| %.0f | %.0f | runtime | %s |\n", per(di), per(d), c.what)
+	}
+	fmt.Printf("| **%.0f** | **%.0f** | | **everything the runtime holds (runtime/metrics: total − released)** |\n", per(totalIdle), per(total))
+	fmt.Printf("| %.0f | %.0f | | **VmRSS** (RSS %.1f → %.1f MiB idle, %.1f → %.1f MiB collected) |\n",
+		per(after.rssPre-before.rssPre), per(after.rss-before.rss),
+		float64(before.rssPre)/(1<<20), float64(after.rssPre)/(1<<20), float64(before.rss)/(1<<20), float64(after.rss)/(1<<20))
+}
+
+func printNetpoll() {
+	b, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	for _, d := range b.Deps {
+		if d.Path == "github.com/cloudwego/netpoll" {
+			rep := "stock"
+			if d.Replace != nil {
+				rep = "replaced by " + d.Replace.Path
+			}
+			fmt.Printf("netpoll: %s %s (%s)\n", d.Path, d.Version, rep)
 		}
 	}
-	return false
 }

@@ -1,0 +1,662 @@
+// Copyright 2022 CloudWeGo Authors
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//    http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//go:build !windows
+// +build !windows
+
+package netpoll
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+type connState = int32
+
+const (
+	connStateNone         = 0
+	connStateConnected    = 1
+	connStateDisconnected = 2
+)
+
+// connection is the implement of Connection
+type connection struct {
+	netFD
+	onEvent
+	locker
+	operator      *FDOperator
+	readTimeout   time.Duration
+	readDeadline  int64 // UnixNano(). it overwrites readTimeout. 0 if not set.
+	readTimer     *time.Timer
+	triggers      unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
+	waitReadSize  int64
+	writeTimeout  time.Duration
+	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
+	writeTimer    *time.Timer
+	inputBuffer   *LinkBuffer
+	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
+	outputBarrier *barrier
+	maxSize       int       // The maximum size of data between two Release().
+	bookSize      int       // The size of data that can be read at once.
+	state         connState // Connection state should be changed sequentially.
+}
+
+var (
+	_ Connection = &connection{}
+	_ Reader     = &connection{}
+	_ Writer     = &connection{}
+)
+
+// Reader implements Connection.
+func (c *connection) Reader() Reader {
+	return c
+}
+
+// Writer implements Connection.
+func (c *connection) Writer() Writer {
+	return c
+}
+
+// IsActive implements Connection.
+func (c *connection) IsActive() bool {
+	return c.isCloseBy(none)
+}
+
+// SetIdleTimeout implements Connection.
+func (c *connection) SetIdleTimeout(timeout time.Duration) error {
+	if timeout > 0 {
+		return c.SetKeepAlive(int(timeout.Seconds()))
+	}
+	return nil
+}
+
+// SetReadTimeout implements Connection.
+func (c *connection) SetReadTimeout(timeout time.Duration) error {
+	if timeout >= 0 {
+		c.readTimeout = timeout
+	}
+	c.readDeadline = 0
+	return nil
+}
+
+// SetWriteTimeout implements Connection.
+func (c *connection) SetWriteTimeout(timeout time.Duration) error {
+	if timeout >= 0 {
+		c.writeTimeout = timeout
+	}
+	c.writeDeadline = 0
+	return nil
+}
+
+// SetDeadline implements net.Conn.SetDeadline
+func (c *connection) SetDeadline(t time.Time) error {
+	v := int64(0)
+	if !t.IsZero() {
+		v = t.UnixNano()
+	}
+	c.readDeadline = v
+	c.writeDeadline = v
+	return nil
+}
+
+// SetReadDeadline implements net.Conn.SetReadDeadline
+func (c *connection) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.readDeadline = 0
+	} else {
+		c.readDeadline = t.UnixNano()
+	}
+	return nil
+}
+
+// SetWriteDeadline implements net.Conn.SetWriteDeadline
+func (c *connection) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.writeDeadline = 0
+	} else {
+		c.writeDeadline = t.UnixNano()
+	}
+	return nil
+}
+
+// ------------------------------------------ implement zero-copy reader ------------------------------------------
+
+// Next implements Connection.
+func (c *connection) Next(n int) (p []byte, err error) {
+	if err = c.waitRead(n); err != nil {
+		return p, err
+	}
+	return c.inputBuffer.Next(n)
+}
+
+// Peek implements Connection.
+func (c *connection) Peek(n int) (buf []byte, err error) {
+	if err = c.waitRead(n); err != nil {
+		return buf, err
+	}
+	return c.inputBuffer.Peek(n)
+}
+
+// Skip implements Connection.
+func (c *connection) Skip(n int) (err error) {
+	if err = c.waitRead(n); err != nil {
+		return err
+	}
+	return c.inputBuffer.Skip(n)
+}
+
+// Release implements Connection.
+func (c *connection) Release() (err error) {
+	// Check inputBuffer length first to reduce contention in mux situation.
+	// c.operator.do competes with c.inputs/c.inputAck
+	if c.inputBuffer.Len() == 0 && c.operator.do() {
+		maxSize := c.inputBuffer.calcMaxSize()
+		// Set the maximum value of maxsize equal to mallocMax to prevent GC pressure.
+		if maxSize > mallocMax {
+			maxSize = mallocMax
+		}
+
+		if maxSize > c.maxSize {
+			c.maxSize = maxSize
+		}
+		// Double check length, then drop the drained tail node: a connection
+		// with nothing buffered holds no input memory while idle, and the
+		// next read books a node of c.maxSize.
+		if c.inputBuffer.Len() == 0 {
+			c.inputBuffer.dropTail()
+		}
+		c.operator.done()
+	}
+	return c.inputBuffer.Release()
+}
+
+// Slice implements Connection.
+func (c *connection) Slice(n int) (r Reader, err error) {
+	if err = c.waitRead(n); err != nil {
+		return nil, err
+	}
+	return c.inputBuffer.Slice(n)
+}
+
+// Len implements Connection.
+func (c *connection) Len() (length int) {
+	return c.inputBuffer.Len()
+}
+
+// Until implements Connection.
+func (c *connection) Until(delim byte) (line []byte, err error) {
+	var n, l int
+	for {
+		if err = c.waitRead(n + 1); err != nil {
+			// return all the data in the buffer
+			line, _ = c.inputBuffer.Next(c.inputBuffer.Len())
+			return
+		}
+
+		l = c.inputBuffer.Len()
+		i := c.inputBuffer.indexByte(delim, n)
+		if i < 0 {
+			n = l // skip all exists bytes
+			continue
+		}
+		return c.Next(i + 1)
+	}
+}
+
+// ReadString implements Connection.
+func (c *connection) ReadString(n int) (s string, err error) {
+	if err = c.waitRead(n); err != nil {
+		return s, err
+	}
+	return c.inputBuffer.ReadString(n)
+}
+
+// ReadBinary implements Connection.
+func (c *connection) ReadBinary(n int) (p []byte, err error) {
+	if err = c.waitRead(n); err != nil {
+		return p, err
+	}
+	return c.inputBuffer.ReadBinary(n)
+}
+
+// ReadByte implements Connection.
+func (c *connection) ReadByte() (b byte, err error) {
+	if err = c.waitRead(1); err != nil {
+		return b, err
+	}
+	return c.inputBuffer.ReadByte()
+}
+
+// ------------------------------------------ implement zero-copy writer ------------------------------------------
+
+// Malloc implements Connection.
+func (c *connection) Malloc(n int) (buf []byte, err error) {
+	return c.writer().Malloc(n)
+}
+
+// MallocLen implements Connection.
+func (c *connection) MallocLen() (length int) {
+	if b := c.output(); b != nil {
+		return b.MallocLen()
+	}
+	return 0
+}
+
+// Flush will send all malloc data to the peer,
+// so must confirm that the allocated bytes have been correctly assigned.
+//
+// Flush first checks whether the out buffer is empty.
+// If empty, it will call syscall.Write to send data directly,
+// otherwise the buffer will be sent asynchronously by the epoll trigger.
+func (c *connection) Flush() error {
+	if !c.IsActive() {
+		return Exception(ErrConnClosed, "when flush")
+	}
+
+	if !c.lock(flushing) {
+		return Exception(ErrConcurrentAccess, "when flush")
+	}
+	defer c.unlock(flushing)
+
+	if b := c.output(); b != nil {
+		b.Flush()
+	}
+	return c.flush()
+}
+
+// MallocAck implements Connection.
+func (c *connection) MallocAck(n int) (err error) {
+	return c.writer().MallocAck(n)
+}
+
+// Append implements Connection.
+func (c *connection) Append(w Writer) (err error) {
+	return c.writer().Append(w)
+}
+
+// WriteString implements Connection.
+func (c *connection) WriteString(s string) (n int, err error) {
+	return c.writer().WriteString(s)
+}
+
+// WriteBinary implements Connection.
+func (c *connection) WriteBinary(b []byte) (n int, err error) {
+	return c.writer().WriteBinary(b)
+}
+
+// WriteDirect implements Connection.
+func (c *connection) WriteDirect(p []byte, remainCap int) (err error) {
+	return c.writer().WriteDirect(p, remainCap)
+}
+
+// WriteByte implements Connection.
+func (c *connection) WriteByte(b byte) (err error) {
+	return c.writer().WriteByte(b)
+}
+
+// ------------------------------------------ implement net.Conn ------------------------------------------
+
+// Read behavior is the same as net.Conn, it will return io.EOF if buffer is empty.
+func (c *connection) Read(p []byte) (n int, err error) {
+	l := len(p)
+	if l == 0 {
+		return 0, nil
+	}
+	if err = c.waitRead(1); err != nil {
+		return 0, err
+	}
+	if has := c.inputBuffer.Len(); has < l {
+		l = has
+	}
+	src, err := c.inputBuffer.Next(l)
+	n = copy(p, src)
+	if err == nil {
+		err = c.inputBuffer.Release()
+	}
+	return n, err
+}
+
+// Write will Flush soon.
+func (c *connection) Write(p []byte) (n int, err error) {
+	if !c.IsActive() {
+		return 0, Exception(ErrConnClosed, "when write")
+	}
+
+	if !c.lock(flushing) {
+		return 0, Exception(ErrConcurrentAccess, "when write")
+	}
+	defer c.unlock(flushing)
+
+	out := c.writer()
+	dst, _ := out.Malloc(len(p))
+	n = copy(dst, p)
+	out.Flush()
+	err = c.flush()
+	return n, err
+}
+
+// Close implements Connection.
+func (c *connection) Close() error {
+	return c.onClose()
+}
+
+// Detach detaches the connection from poller but doesn't close it.
+func (c *connection) Detach() error {
+	c.detaching = true
+	return c.onClose()
+}
+
+// ------------------------------------------ private ------------------------------------------
+
+var barrierPool = sync.Pool{
+	New: func() interface{} {
+		return &barrier{
+			bs:  make([][]byte, barriercap),
+			ivs: make([]syscall.Iovec, barriercap),
+		}
+	},
+}
+
+// init initializes the connection with options
+func (c *connection) init(conn Conn, opts *options) (err error) {
+	// init buffer, barrier, finalizer
+	c.bookSize, c.maxSize = defaultLinkBufferSize, defaultLinkBufferSize
+	// Nothing is allocated here that the connection may never use: the input
+	// buffer starts without a node (the first read books one of c.maxSize),
+	// the output buffer is created by the first write (writer), the
+	// write-vector block is taken by the first flush and the trigger channels
+	// by the first wait (waitTriggers).
+	c.inputBuffer = NewLinkBuffer()
+	c.state = connStateNone
+
+	c.initNetFD(conn) // conn must be *netFD{}
+	c.initFDOperator()
+	c.initFinalizer()
+
+	syscall.SetNonblock(c.fd, true)
+	// enable TCP_NODELAY by default
+	switch c.network {
+	case "tcp", "tcp4", "tcp6":
+		setTCPNoDelay(c.fd, true)
+	}
+
+	// connection initialized and prepare options
+	return c.onPrepare(opts)
+}
+
+func (c *connection) initNetFD(conn Conn) {
+	if nfd, ok := conn.(*netFD); ok {
+		c.netFD = *nfd
+		return
+	}
+	c.netFD = netFD{
+		fd:         conn.Fd(),
+		localAddr:  conn.LocalAddr(),
+		remoteAddr: conn.RemoteAddr(),
+	}
+}
+
+func (c *connection) initFDOperator() {
+	poll := pollmanager.Pick()
+	op := poll.Alloc()
+	op.FD = c.fd
+	op.OnRead, op.OnWrite, op.OnHup = nil, nil, c.onHup
+	op.Inputs, op.InputAck = c.inputs, c.inputAck
+	op.Outputs, op.OutputAck = c.outputs, c.outputAck
+	c.operator = op
+}
+
+func (c *connection) initFinalizer() {
+	c.AddCloseCallback(func(connection Connection) (err error) {
+		c.stop(flushing)
+		c.operator.Free()
+		if err = c.netFD.Close(); err != nil {
+			logger.Printf("NETPOLL: netFD close failed: %v", err)
+		}
+		c.closeBuffer()
+		return nil
+	})
+}
+
+// output returns the output buffer, nil before the first write.
+func (c *connection) output() *LinkBuffer {
+	return (*LinkBuffer)(atomic.LoadPointer(&c.outputBuffer))
+}
+
+// writer returns the output buffer, creating it on the first call. Writes
+// come from one goroutine at a time (the Writer contract); the pointer is
+// atomic because the poller and the close callback read it too.
+func (c *connection) writer() *LinkBuffer {
+	if b := c.output(); b != nil {
+		return b
+	}
+	b := NewLinkBuffer()
+	if atomic.CompareAndSwapPointer(&c.outputBuffer, nil, unsafe.Pointer(b)) {
+		return b
+	}
+	return c.output()
+}
+
+// triggers are the channels a waiting reader or flusher sleeps on.
+type triggers struct {
+	read  chan error
+	write chan error
+}
+
+// waitTriggers returns the connection's triggers, creating them on the first
+// call: a connection nobody ever waits on (a reader that only takes what is
+// buffered, a writer that never flushes through netpoll) has none. A waiter
+// calls it before it publishes what it waits for (waitReadSize, the write
+// event), so a trigger sent after that finds the channels; fresh reports
+// whether this call created them, in which case a close that happened before
+// sent its trigger to nobody and the caller checks the state itself.
+func (c *connection) waitTriggers() (t *triggers, fresh bool) {
+	if p := atomic.LoadPointer(&c.triggers); p != nil {
+		return (*triggers)(p), false
+	}
+	t = &triggers{read: make(chan error, 1), write: make(chan error, 1)}
+	if atomic.CompareAndSwapPointer(&c.triggers, nil, unsafe.Pointer(t)) {
+		return t, true
+	}
+	return (*triggers)(atomic.LoadPointer(&c.triggers)), false
+}
+
+func (c *connection) triggerRead(err error) {
+	p := atomic.LoadPointer(&c.triggers)
+	if p == nil {
+		return // nobody has waited yet
+	}
+	select {
+	case (*triggers)(p).read <- err:
+	default:
+	}
+}
+
+func (c *connection) triggerWrite(err error) {
+	p := atomic.LoadPointer(&c.triggers)
+	if p == nil {
+		return // nobody has waited yet
+	}
+	select {
+	case (*triggers)(p).write <- err:
+	default:
+	}
+}
+
+// waitRead will wait full n bytes.
+func (c *connection) waitRead(n int) (err error) {
+	if n <= c.inputBuffer.Len() {
+		return nil
+	}
+	t, _ := c.waitTriggers() // the loops below check the closing state themselves
+	atomic.StoreInt64(&c.waitReadSize, int64(n))
+	defer atomic.StoreInt64(&c.waitReadSize, 0)
+	if dl := c.readDeadline; dl > 0 {
+		timeout := time.Duration(dl - time.Now().UnixNano())
+		if timeout <= 0 {
+			return Exception(ErrReadTimeout, c.remoteAddr.String())
+		}
+		return c.waitReadWithTimeout(n, timeout, t)
+	} else if c.readTimeout > 0 {
+		return c.waitReadWithTimeout(n, c.readTimeout, t)
+	}
+	// wait full n
+	for c.inputBuffer.Len() < n {
+		switch c.status(closing) {
+		case poller:
+			return Exception(ErrEOF, "wait read")
+		case user:
+			return Exception(ErrConnClosed, "wait read")
+		default:
+			err = <-t.read
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitReadWithTimeout will wait full n bytes or until timeout.
+func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *triggers) (err error) {
+	if c.readTimer == nil {
+		c.readTimer = time.NewTimer(timeout)
+	} else {
+		c.readTimer.Reset(timeout)
+	}
+
+	for c.inputBuffer.Len() < n {
+		switch c.status(closing) {
+		case poller:
+			// cannot return directly, stop timer first!
+			err = Exception(ErrEOF, "wait read")
+			goto RET
+		case user:
+			// cannot return directly, stop timer first!
+			err = Exception(ErrConnClosed, "wait read")
+			goto RET
+		default:
+			select {
+			case <-c.readTimer.C:
+				// double check if there is enough data to be read
+				if c.inputBuffer.Len() >= n {
+					return nil
+				}
+				return Exception(ErrReadTimeout, c.remoteAddr.String())
+			case err = <-t.read:
+				if err != nil {
+					goto RET
+				}
+				continue
+			}
+		}
+	}
+RET:
+	// clean timer.C
+	if !c.readTimer.Stop() {
+		<-c.readTimer.C
+	}
+	return err
+}
+
+// flush writes data directly.
+func (c *connection) flush() error {
+	out := c.output()
+	if out == nil || out.IsEmpty() {
+		return nil
+	}
+	if c.outputBarrier == nil {
+		c.outputBarrier = barrierPool.Get().(*barrier)
+	}
+	t, fresh := c.waitTriggers() // before the write event is registered
+	if fresh && !c.IsActive() {
+		return Exception(ErrConnClosed, "when flush")
+	}
+	bs := out.GetBytes(c.outputBarrier.bs)
+	n, err := sendmsg(c.fd, bs, c.outputBarrier.ivs, false)
+	if err != nil && err != syscall.EAGAIN {
+		return Exception(err, "when flush")
+	}
+	if n > 0 {
+		err = out.Skip(n)
+		out.Release()
+		if err != nil {
+			return Exception(err, "when flush")
+		}
+	}
+	// return if write all buffer.
+	if out.IsEmpty() {
+		return nil
+	}
+	err = c.operator.Control(PollR2RW)
+	if err != nil {
+		return Exception(err, "when flush")
+	}
+
+	return c.waitFlush(t)
+}
+
+func (c *connection) waitFlush(t *triggers) (err error) {
+	timeout := c.writeTimeout
+	if dl := c.writeDeadline; dl > 0 {
+		timeout = time.Duration(dl - time.Now().UnixNano())
+		if timeout <= 0 {
+			return Exception(ErrWriteTimeout, c.remoteAddr.String())
+		}
+	}
+	if timeout == 0 {
+		return <-t.write
+	}
+
+	// set write timeout
+	if c.writeTimer == nil {
+		c.writeTimer = time.NewTimer(timeout)
+	} else {
+		c.writeTimer.Reset(timeout)
+	}
+
+	select {
+	case err = <-t.write:
+		if !c.writeTimer.Stop() { // clean timer
+			<-c.writeTimer.C
+		}
+		return err
+	case <-c.writeTimer.C:
+		select {
+		// try fetch the write trigger if both cases fires
+		case err = <-t.write:
+			return err
+		default:
+		}
+		// if timeout, remove write event from poller
+		// we cannot flush it again, since we don't if the poller is still process outputBuffer
+		c.operator.Control(PollRW2R)
+		return Exception(ErrWriteTimeout, c.remoteAddr.String())
+	}
+}
+
+func (c *connection) getState() connState {
+	return atomic.LoadInt32(&c.state)
+}
+
+func (c *connection) setState(newState connState) {
+	atomic.StoreInt32(&c.state, newState)
+}
+
+func (c *connection) changeState(from, to connState) bool {
+	return atomic.CompareAndSwapInt32(&c.state, from, to)
+}
