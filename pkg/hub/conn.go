@@ -44,6 +44,7 @@ type Conn struct {
 	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
 	frameStart atomic.Int64 // unix ns the frame or message in progress began; 0 when none
 	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
+	idle       atomic.Int64 // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	sess       atomic.Pointer[Session]
@@ -117,6 +118,14 @@ func (c *Conn) CloseReason() disconnect.Reason {
 // ns: the idle timeout counts from the last Touch. Bytes of a frame that
 // has not completed do not count (see SetFrameStart).
 func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
+
+// SetIdleTimeout gives c an idle timeout of its own in place of
+// Config.IdleTimeout: d > 0 closes it with disconnect.IdleTimeout once no
+// Touch came for d, d < 0 never (the frame timeout still applies), 0
+// restores the hub's. An MQTT listener sets 1.5 × the client's keep-alive
+// from its CONNECT (MQTT 3.1.1 §3.1.2.10); the sweep reads it, so no timer
+// is armed per connection. Safe from any goroutine.
+func (c *Conn) SetIdleTimeout(d time.Duration) { c.idle.Store(int64(d)) }
 
 // SetFrameStart records, in unix ns, when the frame or fragmented message
 // now in progress began; 0 says none is. A message in progress for longer

@@ -266,3 +266,25 @@ func TestHandshakeTimeoutWritesTheEncodingsAnswer(t *testing.T) {
 		t.Fatalf("written %q, want only the handshake timeout answer", got)
 	}
 }
+
+// A connection's own idle timeout replaces the hub's (an MQTT keep-alive):
+// a shorter one closes it first, a negative one never does.
+func TestPerConnectionIdleTimeout(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, IdleTimeout: time.Hour, Tick: 5 * time.Millisecond,
+		CloseTimeout: 10 * time.Millisecond})
+	short, never := newTestTransport(&textEncoding{id: 5}), newTestTransport(&textEncoding{id: 5})
+	cs, cn := authedConn(h, short), authedConn(h, never)
+	cs.SetIdleTimeout(30 * time.Millisecond)
+	cn.SetIdleTimeout(-1)
+	eventually(t, "short idle released", func() bool { _, cl := short.counts(); return cl == 1 })
+	if r := cs.CloseReason(); r != disconnect.IdleTimeout {
+		t.Fatalf("close reason %v, want idle_timeout", r)
+	}
+	h2 := startHub(t, Config{Workers: 1, IdleTimeout: 20 * time.Millisecond, Tick: 5 * time.Millisecond})
+	cn2 := authedConn(h2, never)
+	cn2.SetIdleTimeout(-1)
+	time.Sleep(100 * time.Millisecond)
+	if cn2.Closed() || cn.Closed() {
+		t.Fatal("a connection without an idle timeout was closed")
+	}
+}

@@ -236,7 +236,11 @@ func (w *worker) sweep(now time.Time) {
 				due = append(due, c)
 			}
 		}
-		idle := ns-c.lastRead.Load() > int64(cfg.IdleTimeout)
+		limit := int64(cfg.IdleTimeout)
+		if own := c.idle.Load(); own != 0 {
+			limit = own
+		}
+		idle := limit > 0 && ns-c.lastRead.Load() > limit
 		if fs := c.frameStart.Load(); fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
 			c.closeWith(disconnect.New(disconnect.FrameTimeout))
 		} else if idle {
