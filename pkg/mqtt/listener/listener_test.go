@@ -1,0 +1,225 @@
+package listener_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+const topic = "demo/general/messages"
+
+// CONNECT: the token in the password (any user name beside it), or in the
+// user name alone; CONNACK 5 for a refused token, 4 without one, 3 when the
+// auth service is down, each followed by the close.
+func TestConnectReturnCodes(t *testing.T) {
+	n := startNode(t, nil)
+	for _, tc := range []struct {
+		name       string
+		user, pass string
+		code       byte
+	}{
+		{"password", "anyone", "dev-token-bob", 0},
+		{"user name alone", "dev-token-bob", "", 0},
+		{"refused token", "anyone", "wrong", 5},
+		{"no token", "", "", 4},
+		{"auth service down", "anyone", tokenUnavailable, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, n.mqttAddr())
+			c.send(connectPkt(30, tc.user, tc.pass))
+			if body := c.expect(0x20); !bytes.Equal(body, []byte{0, tc.code}) {
+				t.Fatalf("CONNACK % x, want 00 %02x", body, tc.code)
+			}
+			if tc.code != 0 {
+				c.expectClosed()
+				return
+			}
+			c.send(pkt(0xc0)) // PINGREQ
+			c.expect(0xd0)
+		})
+	}
+}
+
+// Protocol errors: CONNACK 1 for a protocol level other than 4, then the
+// close; a first packet other than CONNECT, a second CONNECT and malformed
+// packets close without an answer.
+func TestProtocolErrorsClose(t *testing.T) {
+	n := startNode(t, nil)
+	t.Run("level 5", func(t *testing.T) {
+		c := dial(t, n.mqttAddr())
+		c.send(pkt(0x10, str("MQTT"), []byte{5, 0x02, 0, 30}, str("x")))
+		if body := c.expect(0x20); !bytes.Equal(body, []byte{0, 1}) {
+			t.Fatalf("CONNACK % x, want 00 01", body)
+		}
+		c.expectClosed()
+	})
+	t.Run("not connect first", func(t *testing.T) {
+		c := dial(t, n.mqttAddr())
+		c.send(pkt(0xc0))
+		c.expectClosed()
+	})
+	for name, b := range map[string][]byte{
+		"second connect":    connectPkt(30, "x", "dev-token-bob"),
+		"reserved type":     {0xf0, 0x00},
+		"pingreq with body": {0xc0, 0x01, 0x00},
+		"wildcard publish":  publishPkt("demo/+/x", 0, false, 0, "hi"),
+		"qos 3":             {0x36, 0x04, 0x00, 0x01, 'a', 0x00},
+		"bad flags":         {0x80, 0x06, 0x00, 0x01, 0x00, 0x01, 'a', 0x00},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := connected(t, n.mqttAddr(), "dev-token-bob")
+			c.send(b)
+			c.expectClosed()
+		})
+	}
+}
+
+// A WebSocket publish reaches an MQTT subscriber (a str data as its text, a
+// map as its MessagePack), and an MQTT publish reaches a WebSocket
+// subscriber, data a bin of the payload (OQ-27).
+func TestCrossTransportDelivery(t *testing.T) {
+	n := startNode(t, nil)
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribePkt(7, "demo/general/#", topic))
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 7, 0, 0}) {
+		t.Fatalf("SUBACK % x, want 00 07 00 00", body)
+	}
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	ws.Send("type", "subscribe", "topic", topic)
+	ws.ExpectType("subscribed")
+
+	ws.Send("type", "publish", "topic", topic, "data", "hello from alice")
+	for range 2 { // one delivery per matching subscription
+		if tp, payload := m.expectPublish(); tp != topic || string(payload) != "hello from alice" {
+			t.Fatalf("PUBLISH %q %q", tp, payload)
+		}
+	}
+	ws.ExpectType("message")
+
+	ws.Send("type", "publish", "topic", topic, "data", map[string]any{"text": "hi"})
+	want := testpeer.Map("text", "hi")
+	for range 2 {
+		if _, payload := m.expectPublish(); !bytes.Equal(payload, want) {
+			t.Fatalf("payload % x, want the msgpack % x", payload, want)
+		}
+	}
+	ws.ExpectType("message")
+
+	m.send(publishPkt(topic, 1, false, 9, "from a device\xff"))
+	m.expect(0x40) // PUBACK, before the publisher's own copies
+	f := ws.ExpectType("message")
+	if d, ok := f.Map["data"].([]byte); !ok || string(d) != "from a device\xff" {
+		t.Fatalf("data %#v, want the bin of the payload", f.Map["data"])
+	}
+	for range 2 { // MQTT has no "no local" in 3.1.1: the publisher gets its copies
+		if _, payload := m.expectPublish(); string(payload) != "from a device\xff" {
+			t.Fatalf("echo %q", payload)
+		}
+	}
+}
+
+// A SUBSCRIBE gets one SUBACK with a code per filter: 0x80 for a filter
+// outside the grants. A denied PUBLISH is acknowledged and not delivered.
+func TestDenials(t *testing.T) {
+	n := startNode(t, nil)
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribePkt(3, "other/room", "demo/general/#", "other/#"))
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 3, 0x80, 0, 0x80}) {
+		t.Fatalf("SUBACK % x, want 00 03 80 00 80", body)
+	}
+	m.send(publishPkt("other/room", 1, false, 4, "x"))
+	if body := m.expect(0x40); !bytes.Equal(body, []byte{0, 4}) {
+		t.Fatalf("PUBACK % x", body)
+	}
+	m.send(publishPkt("$SYS/x", 1, false, 5, "x"))
+	m.expect(0x40)
+	m.expectNothing(100 * time.Millisecond)
+}
+
+// UNSUBSCRIBE really removes a wildcard subscription.
+func TestUnsubscribeRemovesWildcard(t *testing.T) {
+	n := startNode(t, nil)
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribePkt(1, "demo/general/#", "demo/+/messages"))
+	m.expect(0x90)
+	m.send(unsubscribePkt(2, "demo/general/#", "demo/+/messages"))
+	if body := m.expect(0xb0); !bytes.Equal(body, []byte{0, 2}) {
+		t.Fatalf("UNSUBACK % x", body)
+	}
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	ws.Send("type", "publish", "topic", topic, "data", "after", "msgRef", "r1")
+	ws.ExpectType("published")
+	m.expectNothing(200 * time.Millisecond)
+}
+
+// A retained PUBLISH is delivered to a later subscriber; an empty retained
+// PUBLISH clears it.
+func TestRetained(t *testing.T) {
+	n := startNode(t, nil)
+	pub := connected(t, n.mqttAddr(), "dev-token-alice")
+	pub.send(publishPkt(topic, 1, true, 1, "kept"))
+	pub.expect(0x40)
+
+	sub := connected(t, n.mqttAddr(), "dev-token-bob")
+	sub.send(subscribePkt(1, topic))
+	got := map[byte]bool{}
+	for range 2 { // the retained PUBLISH and the SUBACK, in either order
+		f, body, err := sub.read(3 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[f>>4] = true
+		if f>>4 == 3 && !bytes.HasSuffix(body, []byte("kept")) {
+			t.Fatalf("retained % x", body)
+		}
+	}
+	if !got[3] || !got[9] {
+		t.Fatalf("got packet types %v, want PUBLISH and SUBACK", got)
+	}
+
+	pub.send(publishPkt(topic, 1, true, 2, ""))
+	pub.expect(0x40)
+	sub.expectPublish() // the empty publish itself
+	late := connected(t, n.mqttAddr(), "dev-token-bob")
+	late.send(subscribePkt(1, topic))
+	late.expect(0x90)
+	late.expectNothing(150 * time.Millisecond)
+}
+
+// Keep-alive: a client silent for 1.5 × its keep-alive is closed; any
+// packet resets the deadline.
+func TestKeepAlive(t *testing.T) {
+	n := startNode(t, func(c *server.Config) { c.Hub.IdleTimeout = time.Hour })
+	c := dial(t, n.mqttAddr())
+	c.send(connectPkt(1, "x", "dev-token-bob"))
+	c.expect(0x20)
+	for range 3 { // 2.4 s of activity, past the 1.5 s deadline
+		time.Sleep(800 * time.Millisecond)
+		c.send(publishPkt(topic, 0, false, 0, "alive"))
+	}
+	began := time.Now()
+	c.expectClosed()
+	if d := time.Since(began); d < time.Second {
+		t.Fatalf("closed %v after the last packet, want about 1.5 s", d)
+	}
+}
+
+// A packet split across reads is reassembled.
+func TestSplitPackets(t *testing.T) {
+	n := startNode(t, nil)
+	c := dial(t, n.mqttAddr())
+	b := append(connectPkt(30, "x", "dev-token-bob"), subscribePkt(5, topic)...)
+	b = append(b, pkt(0xc0)...)
+	for i := range b {
+		c.send(b[i : i+1])
+		time.Sleep(time.Millisecond)
+	}
+	c.expect(0x20)
+	c.expect(0x90)
+	c.expect(0xd0)
+}
