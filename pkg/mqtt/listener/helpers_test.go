@@ -75,7 +75,7 @@ func startNode(t testing.TB, mutate func(*server.Config)) *node {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol()})
+	l, err := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +85,9 @@ func startNode(t testing.TB, mutate func(*server.Config)) *node {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = l.Shutdown(ctx)
+		l.Drain()
 		_ = s.Shutdown(ctx)
+		_ = l.Shutdown(ctx)
 	})
 	return &node{ws: s, mqtt: l}
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// MaxInputBacklog bounds a connection's received but unprocessed bytes
 	// (disconnect.InputOverflow above it). 0 means 4 × MaxPacketSize.
 	MaxInputBacklog int
+	// OnOpen is told of every connection accepted, before anything is read
+	// from it, for the owner's accounting (server.Server.OpenedMQTT: the
+	// session protocol's OnClose tells of its end); nil for none.
+	OnOpen func(*hub.Conn)
 	// Logger receives the listener's logs (named "mqtt"); nil means none.
 	Logger *zap.Logger
 }
@@ -92,9 +96,13 @@ func (l *Listener) Start() error {
 // Addr returns the listening address (useful with port 0).
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-// Shutdown stops accepting and closes the event loop within ctx. The
-// connections themselves are closed by the session protocol's Shutdown
-// (they are on its hub); call this first so no new one arrives meanwhile.
+// Drain makes the listener close every connection it accepts from now on;
+// call it before the session protocol's Shutdown, which closes the
+// connections already served (they are on its hub).
+func (l *Listener) Drain() { l.draining.Store(true) }
+
+// Shutdown drains, stops accepting and closes the event loop within ctx;
+// call it after the session protocol's Shutdown.
 func (l *Listener) Shutdown(ctx context.Context) error {
 	var err error
 	l.stopOnce.Do(func() {
@@ -127,6 +135,9 @@ func (l *Listener) onPrepare(nc netpoll.Connection) context.Context {
 	st.Conn = l.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseOpen)
 	c := st.Conn
+	if l.cfg.OnOpen != nil {
+		l.cfg.OnOpen(c)
+	}
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		l.hub.Closed(c)
 		return nil

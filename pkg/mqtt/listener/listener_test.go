@@ -223,3 +223,32 @@ func TestSplitPackets(t *testing.T) {
 	c.expect(0x90)
 	c.expect(0xd0)
 }
+
+// The server counts MQTT connections apart from its WebSocket ones, open
+// and closed.
+func TestConnectionsCountedAsMQTT(t *testing.T) {
+	n := startNode(t, nil)
+	c := connected(t, n.mqttAddr(), "dev-token-bob")
+	waitFor(t, func() bool { st := n.ws.Stats(); return st.MQTTConns == 1 && st.WebSocketConns == 0 })
+	c.send(pkt(0xe0)) // DISCONNECT
+	c.expectClosed()
+	waitFor(t, func() bool {
+		st := n.ws.Stats()
+		var closed uint64
+		for _, v := range st.Closed[server.TransportMQTT] {
+			closed += v
+		}
+		return st.MQTTConns == 0 && closed == 1
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 3 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
