@@ -47,6 +47,7 @@ type Conn struct {
 	idle       atomic.Int64 // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
+	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
 	sess       atomic.Pointer[Session]
 	replies    atomic.Int32 // replies a worker still owes the connection
 
@@ -172,14 +173,7 @@ func (c *Conn) appendLocked(frame []byte) bool {
 		return false
 	}
 	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
-		// Keep only the head frame, which may be partly written, so the
-		// close frame that follows it stays well-framed.
-		c.slow = true
-		if len(c.out) > 0 {
-			clear(c.out[1:])
-			c.out, c.outBytes = c.out[:1], len(c.out[0])
-		}
-		c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
+		c.overflowLocked()
 		return false
 	}
 	if c.out == nil {
@@ -188,6 +182,19 @@ func (c *Conn) appendLocked(frame []byte) bool {
 	c.out = append(c.out, frame)
 	c.outBytes += len(frame)
 	return true
+}
+
+// overflowLocked makes c a slow consumer: its queue is cut and a close
+// scheduled.
+func (c *Conn) overflowLocked() {
+	// Keep only the head frame, which may be partly written, so the
+	// close frame that follows it stays well-framed.
+	c.slow = true
+	if len(c.out) > 0 {
+		clear(c.out[1:])
+		c.out, c.outBytes = c.out[:1], len(c.out[0])
+	}
+	c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
 }
 
 // iovMax bounds one writev call (Linux IOV_MAX is 1024).

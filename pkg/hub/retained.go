@@ -125,9 +125,13 @@ func (rs *retainedStore) matchKey(byFilter map[string]retainedEntry, filters []s
 
 // sendRetained writes the retained messages matching a new subscription of c,
 // right after its `subscribed` reply (protocol.md §3.2, OQ-58).
-func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string) {
+func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string, qos uint8) {
 	w.retained.match(key, wildcard, filters, w.now(), func(p *Publication) {
 		if !p.Echo && p.Origin == c {
+			return
+		}
+		if qos > 0 && c.qos1 && !p.AtMostOnce {
+			w.deliverQoS1(p, c, display, wildcard)
 			return
 		}
 		w.write(c, w.frames.get(p, c, display, wildcard))

@@ -65,6 +65,8 @@ func (t *testTransport) written() string {
 	return s
 }
 
+func (t *testTransport) size() int { t.mu.Lock(); defer t.mu.Unlock(); return t.out.Len() }
+
 func (t *testTransport) setRoom(n int) { t.mu.Lock(); t.room = n; t.mu.Unlock() }
 
 func (t *testTransport) counts() (closeWrite, closed int) {
@@ -286,5 +288,69 @@ func TestPerConnectionIdleTimeout(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if cn2.Closed() || cn.Closed() {
 		t.Fatal("a connection without an idle timeout was closed")
+	}
+}
+
+// ackEncoding is a textEncoding that can deliver at QoS 1.
+type ackEncoding struct{ textEncoding }
+
+func (e *ackEncoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
+	e.built.Add(1)
+	return fmt.Appendf(nil, "<%d qos1 %s id ", e.id, m.Topic), []byte(">")
+}
+
+// ackTransport is a testTransport that is an Acker with a window of n.
+type ackTransport struct {
+	*testTransport
+	mu   sync.Mutex
+	n    int
+	next int
+}
+
+func (t *ackTransport) Acquire() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return nil
+	}
+	t.n--
+	t.next++
+	return fmt.Appendf(nil, "%d", t.next)
+}
+
+// A QoS 1 subscription on an Acker transport gets head + its own
+// identifier + tail, built once per publication; a QoS 0 subscription and
+// an at-most-once publication get the plain message; a full window closes
+// the connection as a slow consumer.
+func TestQoS1Deliveries(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, Tick: 10 * time.Millisecond, CloseTimeout: 10 * time.Millisecond})
+	enc := &ackEncoding{textEncoding{id: 1}}
+	tr := &ackTransport{testTransport: newTestTransport(enc), n: 2}
+	c := authedConn(h, tr)
+	subscribeAndWait(t, h, c, tr.testTransport, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 1})
+	plain := newTestTransport(enc)
+	c0 := authedConn(h, plain)
+	subscribeAndWait(t, h, c0, plain, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 0})
+
+	h.Publish(publication("a/b"))
+	eventually(t, "qos 1 delivery", func() bool { return tr.size() > 0 && plain.size() > 0 })
+	if got := tr.written(); got != "<1 qos1 a/b id 1>" {
+		t.Fatalf("QoS 1 delivery %q", got)
+	}
+	if got := plain.written(); got != "<1 msg a/b from alice src >" {
+		t.Fatalf("QoS 0 delivery %q", got)
+	}
+	once := publication("a/b")
+	once.AtMostOnce = true
+	h.Publish(once)
+	eventually(t, "at most once", func() bool { return tr.size() > 0 })
+	if got := tr.written(); got != "<1 msg a/b from alice src >" {
+		t.Fatalf("an at-most-once publication came as %q", got)
+	}
+	h.Publish(publication("a/b")) // id 2, the last of the window
+	h.Publish(publication("a/b")) // the window is full
+	eventually(t, "closed", func() bool { return c.CloseReason() == disconnect.SlowConsumer })
+	if got := tr.written(); got != "<1 qos1 a/b id 2><1 close 1008 slow_consumer>" {
+		t.Fatalf("written %q", got)
 	}
 }

@@ -41,6 +41,8 @@ type conn struct {
 	refused bool   // the current SUBSCRIBE filter was refused (Write(KindError))
 	ack     []byte // the CONNACK or PUBACK a reply decided, written after Handle returns
 
+	window *inflight // outbound QoS 1 in flight; set once the CONNECT is accepted
+
 	connected bool // a CONNECT was accepted
 	closing   bool // a close was decided: ignore the rest of the input
 	wrote     bool // frames were queued during this OnRequest

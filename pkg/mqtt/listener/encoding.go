@@ -40,6 +40,26 @@ func (Encoding) Message(m *wire.Message) []byte {
 	return append(frame, payload...)
 }
 
+// MessageQoS1 implements hub.QoS1Encoding: the parts of a QoS 1 PUBLISH
+// of m before and after its Packet Identifier, which the connection's
+// in-flight window assigns per delivery (conn.Acquire). nil, nil for a
+// topic MQTT cannot carry.
+func (Encoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
+	topic := m.Topic
+	if m.SourceTopic != "" {
+		topic = m.SourceTopic
+	}
+	tail = Payload(m.Data)
+	head, err := packet.AppendPublishHeader(make([]byte, 0, 5+2+len(topic)), packet.PublishHeader{Topic: topic, QoS: 1}, len(tail))
+	if err != nil {
+		return nil, nil
+	}
+	if tail == nil {
+		tail = []byte{}
+	}
+	return head, tail
+}
+
 // Close implements hub.Encoding: nil.
 func (Encoding) Close(disconnect.Disconnect) []byte { return nil }
 

@@ -62,6 +62,12 @@ func (n *node) mqttAddr() string { return n.mqtt.Addr().String() }
 
 func startNode(t testing.TB, mutate func(*server.Config)) *node {
 	t.Helper()
+	return startNodeWith(t, mutate, nil)
+}
+
+// startNodeWith is startNode with lmutate applied to the listener's Config.
+func startNodeWith(t testing.TB, mutate func(*server.Config), lmutate func(*listener.Config)) *node {
+	t.Helper()
 	cfg := server.Config{Addr: "127.0.0.1:0",
 		Auth: tokens{"dev-token-alice": demoGrant("alice"), "dev-token-bob": demoGrant("bob")},
 		Hub:  hub.Config{Workers: 2, Tick: 20 * time.Millisecond}}
@@ -75,7 +81,11 @@ func startNode(t testing.TB, mutate func(*server.Config)) *node {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT})
+	lcfg := listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT}
+	if lmutate != nil {
+		lmutate(&lcfg)
+	}
+	l, err := listener.New(lcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +162,20 @@ func (c *client) expect(first byte) []byte {
 	return body
 }
 
-// expectPublish reads a PUBLISH and returns its topic and payload (QoS 0).
+// expectPublish reads a PUBLISH and returns its topic and payload; a QoS 1
+// one is acknowledged.
 func (c *client) expectPublish() (topic string, payload []byte) {
+	c.t.Helper()
+	topic, payload, qos, id := c.expectPublishNoAck()
+	if qos == 1 {
+		c.send([]byte{0x40, 2, byte(id >> 8), byte(id)})
+	}
+	return topic, payload
+}
+
+// expectPublishNoAck reads a PUBLISH: its topic, payload, QoS and Packet
+// Identifier (0 for QoS 0).
+func (c *client) expectPublishNoAck() (topic string, payload []byte, qos byte, id uint16) {
 	c.t.Helper()
 	f, body, err := c.read(3 * time.Second)
 	if err != nil {
@@ -163,7 +185,11 @@ func (c *client) expectPublish() (topic string, payload []byte) {
 		c.t.Fatalf("packet 0x%02x % x, want a PUBLISH", f, body)
 	}
 	n := int(binary.BigEndian.Uint16(body))
-	return string(body[2 : 2+n]), body[2+n:]
+	topic, rest := string(body[2:2+n]), body[2+n:]
+	if qos = (f >> 1) & 3; qos > 0 {
+		id, rest = binary.BigEndian.Uint16(rest), rest[2:]
+	}
+	return topic, rest, qos, id
 }
 
 func (c *client) expectNothing(wait time.Duration) {
@@ -230,10 +256,12 @@ func connectPkt(keepAlive uint16, user, pass string) []byte {
 	return pkt(0x10, str("MQTT"), []byte{4, flags, byte(keepAlive >> 8), byte(keepAlive)}, payload)
 }
 
-func subscribePkt(id uint16, filters ...string) []byte {
+func subscribePkt(id uint16, filters ...string) []byte { return subscribeQoS(id, 1, filters...) }
+
+func subscribeQoS(id uint16, qos byte, filters ...string) []byte {
 	body := []byte{byte(id >> 8), byte(id)}
 	for _, f := range filters {
-		body = append(append(body, str(f)...), 1)
+		body = append(append(body, str(f)...), qos)
 	}
 	return pkt(0x82, body)
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// MaxInputBacklog bounds a connection's received but unprocessed bytes
 	// (disconnect.InputOverflow above it). 0 means 4 × MaxPacketSize.
 	MaxInputBacklog int
+	// MaxInflight bounds a connection's outbound QoS 1 PUBLISHes awaiting
+	// their PUBACK; one more closes the connection as a slow consumer. 0
+	// means 64.
+	MaxInflight int
 	// OnOpen is told of every connection accepted, before anything is read
 	// from it, for the owner's accounting (server.Server.OpenedMQTT: the
 	// session protocol's OnClose tells of its end); nil for none.
@@ -46,6 +50,10 @@ func (c *Config) setDefaults() {
 	if c.MaxInputBacklog <= 0 {
 		c.MaxInputBacklog = 4 * c.MaxPacketSize
 	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 64
+	}
+	c.MaxInflight = min(c.MaxInflight, 1<<15)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}

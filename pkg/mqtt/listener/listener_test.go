@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -84,8 +85,8 @@ func TestCrossTransportDelivery(t *testing.T) {
 	n := startNode(t, nil)
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
 	m.send(subscribePkt(7, "demo/general/#", topic))
-	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 7, 0, 0}) {
-		t.Fatalf("SUBACK % x, want 00 07 00 00", body)
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 7, 1, 1}) {
+		t.Fatalf("SUBACK % x, want 00 07 01 01", body)
 	}
 	ws := testpeer.Dial(t, n.wsAddr())
 	ws.Auth("dev-token-alice")
@@ -128,8 +129,8 @@ func TestDenials(t *testing.T) {
 	n := startNode(t, nil)
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
 	m.send(subscribePkt(3, "other/room", "demo/general/#", "other/#"))
-	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 3, 0x80, 0, 0x80}) {
-		t.Fatalf("SUBACK % x, want 00 03 80 00 80", body)
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 3, 0x80, 1, 0x80}) {
+		t.Fatalf("SUBACK % x, want 00 03 80 01 80", body)
 	}
 	m.send(publishPkt("other/room", 1, false, 4, "x"))
 	if body := m.expect(0x40); !bytes.Equal(body, []byte{0, 4}) {
@@ -251,4 +252,69 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Outbound QoS 1: a QoS 1 subscription gets QoS 1 PUBLISHes with their own
+// Packet Identifiers, a QoS 0 one or a QoS 0 publish QoS 0, a QoS 2
+// request is granted 1; a subscriber that never acknowledges is closed
+// once its in-flight window is full.
+func TestOutboundQoS1(t *testing.T) {
+	n := startNode(t, nil)
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribeQoS(1, 2, topic))
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 1, 1}) {
+		t.Fatalf("SUBACK % x, want QoS 2 granted as 1", body)
+	}
+	zero := connected(t, n.mqttAddr(), "dev-token-bob")
+	zero.send(subscribeQoS(1, 0, topic))
+	if body := zero.expect(0x90); !bytes.Equal(body, []byte{0, 1, 0}) {
+		t.Fatalf("SUBACK % x", body)
+	}
+	pub := connected(t, n.mqttAddr(), "dev-token-alice")
+	pub.send(publishPkt(topic, 1, false, 1, "one"))
+	pub.expect(0x40)
+	_, p1, q1, id1 := m.expectPublishNoAck()
+	if q1 != 1 || id1 == 0 || string(p1) != "one" {
+		t.Fatalf("QoS 1 subscriber got qos %d id %d %q", q1, id1, p1)
+	}
+	if _, p, q, _ := zero.expectPublishNoAck(); q != 0 || string(p) != "one" {
+		t.Fatalf("QoS 0 subscriber got qos %d %q", q, p)
+	}
+	pub.send(publishPkt(topic, 0, false, 0, "two")) // published at QoS 0: delivered at 0
+	if _, p, q, _ := m.expectPublishNoAck(); q != 0 || string(p) != "two" {
+		t.Fatalf("a QoS 0 publish came as qos %d %q", q, p)
+	}
+	zero.expectPublish()
+	pub.send(publishPkt(topic, 1, false, 2, "three"))
+	pub.expect(0x40)
+	_, _, _, id3 := m.expectPublishNoAck()
+	if id3 == id1 {
+		t.Fatalf("two in-flight PUBLISHes share Packet Identifier %d", id1)
+	}
+	m.send([]byte{0x40, 2, byte(id1 >> 8), byte(id1)})
+	m.send([]byte{0x40, 2, byte(id3 >> 8), byte(id3)})
+	m.send(pkt(0xc0))
+	m.expect(0xd0)
+
+}
+
+// A subscriber that never acknowledges is closed as a slow consumer once
+// its in-flight window is full.
+func TestInflightWindowFull(t *testing.T) {
+	n := startNodeWith(t, nil, func(c *listener.Config) { c.MaxInflight = 4 })
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribePkt(1, topic))
+	m.expect(0x90)
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	for i := range 5 {
+		ws.Send("type", "publish", "topic", topic, "data", i, "echo", false)
+	}
+	for range 4 {
+		if _, _, q, _ := m.expectPublishNoAck(); q != 1 {
+			t.Fatal("not QoS 1")
+		}
+	}
+	m.expectClosed()
+	waitFor(t, func() bool { return n.ws.Stats().Hub.SlowConsumers == 1 })
 }

@@ -65,8 +65,8 @@ func TestPahoClient(t *testing.T) {
 		func(_ paho.Client, m paho.Message) { got <- m })
 	wait(t, "subscribe", tok)
 	codes := tok.(*paho.SubscribeToken).Result()
-	if codes["demo/general/#"] != 0 || codes["other/room"] != 0x80 {
-		t.Fatalf("SUBACK codes %v, want demo/general/# 0 and other/room 0x80", codes)
+	if codes["demo/general/#"] != 1 || codes["other/room"] != 0x80 {
+		t.Fatalf("SUBACK codes %v, want demo/general/# 1 and other/room 0x80", codes)
 	}
 
 	ws := testpeer.Dial(t, n.wsAddr())
@@ -76,7 +76,7 @@ func TestPahoClient(t *testing.T) {
 	ws.Send("type", "publish", "topic", topic, "data", "from the SDK", "echo", false)
 	select {
 	case m := <-got:
-		if m.Topic() != topic || string(m.Payload()) != "from the SDK" || m.Qos() != 0 {
+		if m.Topic() != topic || string(m.Payload()) != "from the SDK" || m.Qos() != 1 {
 			t.Fatalf("delivery %q %q qos %d", m.Topic(), m.Payload(), m.Qos())
 		}
 	case <-time.After(5 * time.Second):

@@ -22,10 +22,9 @@ const readChunk = 256 << 10
 // partialKeep is the partial-buffer capacity kept across packets.
 const partialKeep = 4096
 
-// maxGrantedQoS is the highest QoS a SUBACK grants. Deliveries are QoS 0
-// until outbound QoS 1 (a bounded in-flight window per connection) is
-// built, so granting 1 would promise what is not kept [MQTT-3.8.4-6].
-const maxGrantedQoS = 0
+// maxGrantedQoS is the highest QoS a SUBACK grants: QoS 2 is downgraded to
+// 1 (MQTT 3.1.1 §3.9.3 lets the server grant less).
+const maxGrantedQoS = 1
 
 var (
 	packetPool  = sync.Pool{New: func() any { return new(packet.Packet) }}
@@ -172,8 +171,10 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 		st.write(packet.AppendPingresp(nil))
 	case packet.TypeDisconnect:
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
-	case packet.TypePuback, packet.TypePubrec, packet.TypePubcomp:
-		// Acknowledgements of outbound QoS 1 and 2: none are sent yet.
+	case packet.TypePuback:
+		st.window.release(p.PacketID)
+	case packet.TypePubrec, packet.TypePubcomp:
+		// Acknowledgements of outbound QoS 2: none is sent.
 	}
 }
 
@@ -220,6 +221,7 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 		st.Disconnect(disconnect.New(disconnect.AuthFailures))
 		return
 	}
+	st.window = newInflight(l.cfg.MaxInflight)
 	st.connected = true
 	if ka := c.KeepAlive; ka > 0 {
 		st.Conn.SetIdleTimeout(time.Duration(ka) * 1500 * time.Millisecond)
