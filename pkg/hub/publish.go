@@ -103,8 +103,11 @@ func (w *worker) fanOut(p *Publication) {
 	for _, s := range w.tab.exact[p.Key] {
 		w.deliverSub(p, s, false)
 	}
+	dollar := isDollar(p.Topic)
 	w.tab.wild.Match(p.Key, func(s *sub) {
-		w.deliverSub(p, s, true)
+		if !dollar || !startsWithWildcard(s.pattern) {
+			w.deliverSub(p, s, true)
+		}
 	})
 	if w.grp.size() > 0 && !p.NoGroups {
 		for _, g := range w.grp.exact[p.Key] {
@@ -131,8 +134,23 @@ func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
 	w.deliver(p, s.c, s.pattern, wildcard, s.accepts(p.Filter))
 }
 
+// isDollar reports a topic beginning with '$', one of the server's (MQTT
+// 3.1.1 §4.7.2).
+func isDollar(topic string) bool { return len(topic) > 0 && topic[0] == '$' }
+
+// startsWithWildcard reports a pattern whose first level is '+' or '#',
+// which does not match a topic beginning with '$' [MQTT-4.7.2-1] (a
+// delivery rule, on every transport; grants still treat '$' as any
+// character, pkg/topic).
+func startsWithWildcard(pattern string) bool {
+	return len(pattern) > 0 && (pattern[0] == '+' || pattern[0] == '#') && (len(pattern) == 1 || pattern[1] == '/')
+}
+
 func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, accepted bool) {
 	if !accepted || (!p.Echo && c == p.Origin) {
+		return
+	}
+	if wildcard && isDollar(p.Topic) && startsWithWildcard(display) {
 		return
 	}
 	w.write(c, w.frames.get(p, c, display, wildcard))

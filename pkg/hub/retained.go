@@ -127,7 +127,7 @@ func (rs *retainedStore) matchKey(byFilter map[string]retainedEntry, filters []s
 // right after its `subscribed` reply (protocol.md §3.2, OQ-58).
 func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string, qos uint8) {
 	w.retained.match(key, wildcard, filters, w.now(), func(p *Publication) {
-		if !p.Echo && p.Origin == c {
+		if (!p.Echo && p.Origin == c) || (wildcard && isDollar(p.Topic) && startsWithWildcard(display)) {
 			return
 		}
 		if qos > 0 && c.qos1 && !p.AtMostOnce {

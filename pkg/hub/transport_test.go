@@ -354,3 +354,40 @@ func TestQoS1Deliveries(t *testing.T) {
 		t.Fatalf("written %q", got)
 	}
 }
+
+// A topic beginning with '$' is not delivered to, nor retained for, a
+// subscription whose pattern begins with a wildcard [MQTT-4.7.2-1]; a
+// pattern beginning with '$' gets it.
+func TestDollarTopicsSkipLeadingWildcards(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	enc := &textEncoding{id: 0}
+	hash, plus, sys := newTestTransport(enc), newTestTransport(enc), newTestTransport(enc)
+	for _, s := range []struct {
+		tr      *testTransport
+		pattern string
+	}{{hash, "#"}, {plus, "+/x"}, {sys, "$SYS/#"}} {
+		c := authedConn(h, s.tr)
+		subscribeAndWait(t, h, c, s.tr, SubSpec{Pattern: s.pattern, Key: "app/" + s.pattern, Wildcard: true})
+	}
+	p := publication("$SYS/x")
+	p.Retain = true
+	h.Publish(p)
+	h.Publish(publication("a/x"))
+	eventually(t, "deliveries", func() bool { return sys.size() > 0 && hash.size() > 0 && plus.size() > 0 })
+	time.Sleep(20 * time.Millisecond)
+	if got := sys.written(); got != "<0 msg $SYS/# from alice src $SYS/x>" {
+		t.Fatalf("$SYS/# got %q", got)
+	}
+	for name, tr := range map[string]*testTransport{"#": hash, "+/x": plus} {
+		if got := tr.written(); got != "<0 msg "+name+" from alice src a/x>" {
+			t.Fatalf("%s got %q, want only a/x", name, got)
+		}
+	}
+	late := newTestTransport(enc)
+	c := authedConn(h, late)
+	subscribeAndWait(t, h, c, late, SubSpec{Pattern: "#", Key: "app/#", Wildcard: true})
+	time.Sleep(20 * time.Millisecond)
+	if got := late.written(); got != "" {
+		t.Fatalf("a new # subscription got the retained $SYS/x: %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -139,6 +140,11 @@ func TestDenials(t *testing.T) {
 	m.send(publishPkt("$SYS/x", 1, false, 5, "x"))
 	m.expect(0x40)
 	m.expectNothing(100 * time.Millisecond)
+
+	ws := testpeer.Dial(t, n.wsAddr()) // nor may an SDK client publish to a '$' topic
+	ws.Auth("dev-token-alice")
+	ws.Send("type", "publish", "topic", "$SYS/x", "data", "x", "msgRef", "r1")
+	ws.ExpectFields("type", "error", "error", "invalid_topic", "detail", session.DetailDollarTopic)
 }
 
 // UNSUBSCRIBE really removes a wildcard subscription.

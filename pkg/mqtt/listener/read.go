@@ -235,16 +235,8 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 // the payload (OQ-27), echoed to the publisher's own matching subscriptions
 // as MQTT does. QoS 1 is acknowledged with PUBACK, QoS 2 with PUBREC,
 // whether the publish was accepted or refused (OQ-27; the session logs the
-// refusal). A topic beginning with '$' is the server's (MQTT 3.1.1 §4.7.2):
-// refused, acknowledged, logged.
+// refusal, such as a topic beginning with '$', which is the server's).
 func (l *Listener) publish(st *conn, p *packet.Packet) {
-	if p.Topic[0] == '$' {
-		if ce := l.log.Check(zap.InfoLevel, "publish refused: topic begins with $"); ce != nil {
-			ce.Write(session.LogFields(st.Conn, zap.ByteString("topic", p.Topic))...)
-		}
-		st.write(pubAck(p.QoS, p.PacketID))
-		return
-	}
 	cmd := getCommand()
 	defer putCommand(cmd)
 	cmd.Type, cmd.Topic, cmd.HasTopic = "publish", string(p.Topic), true
