@@ -29,21 +29,27 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
 func main() {
 	n := flag.Int("n", 5000, "connections (the process holds both ends: keep 2n under the open-file limit)")
+	transport := flag.String("transport", "websocket", "the idle connections' transport: websocket or mqtt")
 	flag.Parse()
 	runtime.MemProfileRate = 1
-	if err := run(*n); err != nil {
+	if *transport != "websocket" && *transport != "mqtt" {
+		fmt.Fprintln(os.Stderr, "memprofile: -transport is websocket or mqtt")
+		os.Exit(2)
+	}
+	if err := run(*n, *transport == "mqtt"); err != nil {
 		fmt.Fprintln(os.Stderr, "memprofile:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int) error {
+func run(n int, mqtt bool) error {
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
 		Hub: hub.Config{Workers: 2}})
 	if err != nil {
@@ -54,11 +60,24 @@ func run(n int) error {
 	}
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 	addr := srv.Addr().String()
+	connect := dial
+	if mqtt {
+		l, err := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), OnOpen: srv.OpenedMQTT})
+		if err != nil {
+			return err
+		}
+		if err := l.Start(); err != nil {
+			return err
+		}
+		defer func() { l.Drain(); _ = l.Shutdown(context.Background()) }()
+		mqttAddr := l.Addr().String()
+		connect = func(_ string, i int) (net.Conn, error) { return dialMQTT(mqttAddr, i) }
+	}
 	before := snapshot()
 	goroutinesBefore := runtime.NumGoroutine()
 	conns := make([]net.Conn, 0, n)
 	for i := 0; i < n; i++ {
-		c, err := dial(addr, i)
+		c, err := connect(addr, i)
 		if err != nil {
 			return err
 		}
@@ -76,7 +95,13 @@ func run(n int) error {
 	for _, c := range conns { // every subscriber reads its two messages
 		r := bufio.NewReader(c)
 		for k := 0; k < 2; k++ {
-			if _, err := ws.ReadFrame(r); err != nil {
+			var err error
+			if mqtt {
+				err = readMQTT(r)
+			} else {
+				_, err = ws.ReadFrame(r)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -121,6 +146,49 @@ func dial(addr string, i int) (net.Conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// dialMQTT opens one MQTT connection: CONNECT, SUBSCRIBE to the two
+// topics at QoS 0 (mosquitto_sub's default), and waits for CONNACK and
+// SUBACK.
+func dialMQTT(addr string, i int) (net.Conn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	str := func(s string) []byte { return append([]byte{byte(len(s) >> 8), byte(len(s))}, s...) }
+	token := str(fmt.Sprintf("idle-%d", i))
+	body := append(str("MQTT"), 4, 0xc2, 0, 0)                        // user name, password, clean session, no keep-alive
+	body = append(append(append(body, token...), token...), token...) // client id, user name, password: the token
+	conn := append([]byte{0x10, byte(len(body))}, body...)
+	sub := []byte{0x82, 0, 0, 1}
+	for _, t := range []string{"bench/idle/a", "bench/idle/b"} {
+		sub = append(append(sub, str(t)...), 0)
+	}
+	sub[1] = byte(len(sub) - 2)
+	if _, err := c.Write(append(conn, sub...)); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(c)
+	for k := 0; k < 2; k++ {
+		if err := readMQTT(r); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// readMQTT reads one packet of under 128 bytes of body.
+func readMQTT(r *bufio.Reader) error {
+	if _, err := r.ReadByte(); err != nil {
+		return err
+	}
+	n, err := r.ReadByte()
+	if err != nil {
+		return err
+	}
+	_, err = r.Discard(int(n))
+	return err
 }
 
 // snapshot returns the bytes in use by allocation site, keyed by the first
@@ -209,7 +277,7 @@ func report(before, after map[string]int64, n int) {
 // isClient reports allocations made by this program's clients (Go's net
 // package and gobwas's dialer), not by the broker.
 func isClient(site string) bool {
-	for _, p := range []string{"net.", "gobwas/ws.Dial", "main.dial", "bufio.NewReader", "main.run", "os.", "internal/poll"} {
+	for _, p := range []string{"net.", "gobwas/ws.Dial", "main.dial", "main.dialMQTT", "bufio.NewReader", "main.run", "os.", "internal/poll"} {
 		if strings.HasPrefix(site, p) || strings.Contains(site, " < "+p) {
 			return true
 		}

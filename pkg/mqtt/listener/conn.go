@@ -41,7 +41,7 @@ type conn struct {
 	refused bool   // the current SUBSCRIBE filter was refused (Write(KindError))
 	ack     []byte // the CONNACK or PUBACK a reply decided, written after Handle returns
 
-	window *inflight // outbound QoS 1 in flight; set once the CONNECT is accepted
+	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
 
 	connected bool // a CONNECT was accepted
 	closing   bool // a close was decided: ignore the rest of the input

@@ -77,9 +77,8 @@ func (f *inflight) release(id uint16) {
 	}
 }
 
-// Acquire implements hub.Acker, on the connection's worker: nil before
-// the CONNECT was accepted (no subscription can exist yet) or when the
-// window is full.
+// Acquire implements hub.Acker, on the connection's worker: nil when the
+// window is full (it exists before any QoS 1 subscription, subscribe).
 func (st *conn) Acquire() []byte {
 	if st.window == nil {
 		return nil

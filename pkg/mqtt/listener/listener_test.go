@@ -70,6 +70,9 @@ func TestProtocolErrorsClose(t *testing.T) {
 		"wildcard publish":  publishPkt("demo/+/x", 0, false, 0, "hi"),
 		"qos 3":             {0x36, 0x04, 0x00, 0x01, 'a', 0x00},
 		"bad flags":         {0x80, 0x06, 0x00, 0x01, 0x00, 0x01, 'a', 0x00},
+		"too large":         {0x30, 0xff, 0xff, 0xff, 0x7f}, // 256 MiB declared: refused at the header
+		"5-byte length":     {0x30, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"server packet":     {0x20, 0x02, 0x00, 0x00}, // CONNACK
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := connected(t, n.mqttAddr(), "dev-token-bob")

@@ -172,7 +172,9 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 	case packet.TypeDisconnect:
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
 	case packet.TypePuback:
-		st.window.release(p.PacketID)
+		if st.window != nil {
+			st.window.release(p.PacketID)
+		}
 	case packet.TypePubrec, packet.TypePubcomp:
 		// Acknowledgements of outbound QoS 2: none is sent.
 	}
@@ -221,7 +223,6 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 		st.Disconnect(disconnect.New(disconnect.AuthFailures))
 		return
 	}
-	st.window = newInflight(l.cfg.MaxInflight)
 	st.connected = true
 	if ka := c.KeepAlive; ka > 0 {
 		st.Conn.SetIdleTimeout(time.Duration(ka) * 1500 * time.Millisecond)
@@ -265,6 +266,12 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 	cmd := getCommand()
 	defer putCommand(cmd)
 	for i, f := range p.Filters {
+		if f.QoS > 0 && st.window == nil {
+			// The in-flight window of outbound QoS 1, made before the first
+			// QoS 1 subscription reaches the hub (whose worker then reads
+			// it, conn.Acquire): a QoS 0 client never pays for it.
+			st.window = newInflight(l.cfg.MaxInflight)
+		}
 		cmd.Reset()
 		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, 1))
 		l.command(st, p, i == len(p.Filters)-1, cmd)
