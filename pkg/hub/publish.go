@@ -126,7 +126,7 @@ func (w *worker) fanOut(p *Publication) {
 func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
 	if s.qos > 0 && s.c.qos1 && !p.AtMostOnce {
 		if s.accepts(p.Filter) && (p.Echo || s.c != p.Origin) {
-			w.deliverQoS1(p, s.c, s.pattern, wildcard)
+			w.deliverQoS1(p, s.c, s.pattern, wildcard, nil)
 			w.deliveries.Add(1)
 		}
 		return

@@ -33,11 +33,15 @@ func qos1Capable(t Transport) bool {
 	return ack && enc
 }
 
-// deliverQoS1 queues p to c as an acknowledged delivery.
-func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool) {
+// deliverQoS1 queues p to c as an acknowledged delivery; in its retained
+// form when re is not nil (sendRetained).
+func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding) {
 	head, tail := w.frames.getQoS1(p, c, display, wildcard)
 	if head == nil {
 		return
+	}
+	if re != nil {
+		head = re.Retained(head)
 	}
 	id := c.t.(Acker).Acquire()
 	if id == nil {

@@ -130,10 +130,24 @@ func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filte
 		if (!p.Echo && p.Origin == c) || (wildcard && isDollar(p.Topic) && startsWithWildcard(display)) {
 			return
 		}
+		re, _ := c.t.Encoding().(RetainedEncoding)
 		if qos > 0 && c.qos1 && !p.AtMostOnce {
-			w.deliverQoS1(p, c, display, wildcard)
+			w.deliverQoS1(p, c, display, wildcard, re)
 			return
 		}
-		w.write(c, w.frames.get(p, c, display, wildcard))
+		f := w.frames.get(p, c, display, wildcard)
+		if re != nil && f != nil {
+			f = re.Retained(f)
+		}
+		w.write(c, f)
 	})
+}
+
+// RetainedEncoding is an Encoding whose deliveries of a retained message to
+// a new subscription differ from live ones (MQTT's RETAIN flag,
+// [MQTT-3.3.1-8]): Retained returns the retained form of frame, a frame
+// (Message) or a QoS 1 head (QoS1Encoding) the encoding built, without
+// modifying it. It is called per retained delivery, not per publication.
+type RetainedEncoding interface {
+	Retained(frame []byte) []byte
 }

@@ -60,6 +60,15 @@ func (Encoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
 	return head, tail
 }
 
+// Retained implements hub.RetainedEncoding: a copy of the PUBLISH (or
+// QoS 1 head) frame with its RETAIN flag set, for a retained message sent
+// to a new subscription [MQTT-3.3.1-8].
+func (Encoding) Retained(frame []byte) []byte {
+	out := append([]byte(nil), frame...)
+	out[0] |= 0x01
+	return out
+}
+
 // Close implements hub.Encoding: nil.
 func (Encoding) Close(disconnect.Disconnect) []byte { return nil }
 
