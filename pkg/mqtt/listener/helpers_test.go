@@ -249,7 +249,10 @@ func connectPkt(keepAlive uint16, user, pass string) []byte {
 		flags |= 0x80
 		payload = append(payload, str(user)...)
 	}
-	if pass != "" {
+	if pass == "\x00empty" { // a password flag with an empty password
+		flags |= 0x40
+		payload = append(payload, str("")...)
+	} else if pass != "" {
 		flags |= 0x40
 		payload = append(payload, str(pass)...)
 	}

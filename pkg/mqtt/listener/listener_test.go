@@ -25,6 +25,7 @@ func TestConnectReturnCodes(t *testing.T) {
 	}{
 		{"password", "anyone", "dev-token-bob", 0},
 		{"user name alone", "dev-token-bob", "", 0},
+		{"empty password", "dev-token-bob", "\x00empty", 0},
 		{"refused token", "anyone", "wrong", 5},
 		{"no token", "", "", 4},
 		{"auth service down", "anyone", tokenUnavailable, 3},

@@ -198,19 +198,19 @@ func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
 func putCommand(cmd *wire.Command) { cmd.Reset(); commandPool.Put(cmd) }
 
 // connect authenticates a CONNECT (protocol.md §8.2, OQ-27): the token is
-// the password, else the user name (mosquitto_pub sends a password only
-// with a user name, so any user name is taken beside it). CONNACK 0 and
+// the password, else (none, or empty) the user name (mosquitto_pub sends a
+// password only with a user name, so any user name is taken beside it). CONNACK 0 and
 // the keep-alive deadline on success; CONNACK 4 without a token, 5 for a
 // refused one, 3 when the auth service is down, and a close after any
 // refusal [MQTT-3.2.2-5]. Will messages are ignored; every session is clean
 // (session present 0).
 func (l *Listener) connect(st *conn, p *packet.Packet) {
 	c := &p.Connect
-	token, ok := c.Password, c.HasPassword
-	if !ok && c.HasUsername {
-		token, ok = c.Username, true
+	token := c.Password
+	if token == "" {
+		token = c.Username // no password, or an empty one
 	}
-	if !ok || token == "" {
+	if token == "" {
 		st.write(packet.AppendConnack(nil, false, packet.RefusedBadUsernameOrPassword))
 		st.Disconnect(disconnect.WithText(disconnect.AuthFailures, "no token in CONNECT"))
 		return
