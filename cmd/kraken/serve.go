@@ -26,6 +26,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
@@ -105,6 +106,15 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if err := srv.Start(); err != nil {
 		return startFailed(log, fmt.Errorf("listen: %w", err), exitFail)
 	}
+	var mq *listener.Listener
+	if cfg.MQTTEnabled {
+		if mq, err = startMQTT(cfg, srv, log); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			_ = srv.Shutdown(sctx)
+			cancel()
+			return startFailed(log, fmt.Errorf("mqtt listen: %w", err), exitFail)
+		}
+	}
 	// Closed after srv.Shutdown (deferred): /ready answers not ready while
 	// the connections drain.
 	admin := startAdmin(cfg, metrics.Sources{Server: srv, AuthBackend: backend.name, Static: backend.tokens,
@@ -120,12 +130,35 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	if mq != nil {
+		mq.Drain()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not finish in time", zap.Error(err))
 		return exitFail
 	}
+	if mq != nil {
+		if err := mq.Shutdown(sctx); err != nil {
+			log.Warn("MQTT listener shutdown did not finish in time", zap.Error(err))
+		}
+	}
 	log.Info("stopped", zap.Uint64("slow_consumers", srv.Hub().Stats().SlowConsumers))
 	return exitOK
+}
+
+// startMQTT serves MQTT 3.1.1 on MQTT_PORT, on srv's session protocol
+// (docs/mqtt.md).
+func startMQTT(cfg config.Config, srv *server.Server, log *zap.Logger) (*listener.Listener, error) {
+	l, err := listener.New(listener.Config{
+		Addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
+		Protocol: srv.Protocol(),
+		OnOpen:   srv.OpenedMQTT,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, l.Start()
 }
 
 // external is what serve hands to the user's systems: the control plane's

@@ -20,8 +20,13 @@ type Config struct {
 	// WSPort is the WebSocket and HTTP port (WS_PORT, 8080, protocol.md §9);
 	// 0..65535, 0 lets the operating system choose.
 	WSPort int
-	// MQTTPort is the MQTT ingress port (MQTT_PORT, 1883, protocol.md §9);
-	// reserved: MQTT ingress is not built yet.
+	// MQTTEnabled serves MQTT 3.1.1 on MQTTPort (MQTT_ENABLED, false;
+	// docs/mqtt.md). Off by default: the quickstart does not use it, and a
+	// laptop often runs another MQTT broker on 1883.
+	MQTTEnabled bool
+	// MQTTPort is the MQTT listener's port (MQTT_PORT, 1883, protocol.md
+	// §9) on Host, used when MQTTEnabled; 0 lets the operating system
+	// choose.
 	MQTTPort int
 	// AdminAddr is the admin listener's host:port (ADMIN_ADDR,
 	// "127.0.0.1:9469"): /metrics, /ready, /health and /debug/pprof over
@@ -260,6 +265,10 @@ func (c Config) problems() []error {
 	if ok("ADMIN_ADDR", "WS_PORT", "WS_HOST") && c.adminClashes() {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"ADMIN_ADDR=%s: the port is WS_PORT's (%d); give the admin listener a port of its own, or off", c.AdminAddr, c.WSPort)})
+	}
+	if ok("MQTT_ENABLED", "MQTT_PORT", "WS_PORT") && c.MQTTEnabled && c.MQTTPort != 0 && c.MQTTPort == c.WSPort {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf(
+			"MQTT_PORT=%d: the port is WS_PORT's; give the MQTT listener a port of its own", c.MQTTPort)})
 	}
 	if ok("AUTH_BACKEND") && c.AuthBackend == "static" && !c.AuthAllowAll && c.AuthFile == "" {
 		errs = append(errs, &fieldError{msg: "AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"})

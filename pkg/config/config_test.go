@@ -53,6 +53,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"WS_PORT", "9000", func(c Config) bool { return c.WSPort == 9000 }},
 		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
 		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
+		{"MQTT_ENABLED", "true", func(c Config) bool { return c.MQTTEnabled }},
 		{"ADMIN_ADDR", "0.0.0.0:9469", func(c Config) bool { return c.AdminAddr == "0.0.0.0:9469" }},
 		{"ADMIN_ADDR", "off", func(c Config) bool { return c.AdminAddr == "off" }},
 		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},

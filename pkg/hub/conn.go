@@ -44,8 +44,10 @@ type Conn struct {
 	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
 	frameStart atomic.Int64 // unix ns the frame or message in progress began; 0 when none
 	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
+	idle       atomic.Int64 // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
+	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
 	sess       atomic.Pointer[Session]
 	replies    atomic.Int32 // replies a worker still owes the connection
 
@@ -118,6 +120,14 @@ func (c *Conn) CloseReason() disconnect.Reason {
 // has not completed do not count (see SetFrameStart).
 func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
 
+// SetIdleTimeout gives c an idle timeout of its own in place of
+// Config.IdleTimeout: d > 0 closes it with disconnect.IdleTimeout once no
+// Touch came for d, d < 0 never (the frame timeout still applies), 0
+// restores the hub's. An MQTT listener sets 1.5 × the client's keep-alive
+// from its CONNECT (MQTT 3.1.1 §3.1.2.10); the sweep reads it, so no timer
+// is armed per connection. Safe from any goroutine.
+func (c *Conn) SetIdleTimeout(d time.Duration) { c.idle.Store(int64(d)) }
+
 // SetFrameStart records, in unix ns, when the frame or fragmented message
 // now in progress began; 0 says none is. A message in progress for longer
 // than Config.FrameTimeout, or still in progress at the idle deadline, is
@@ -163,14 +173,7 @@ func (c *Conn) appendLocked(frame []byte) bool {
 		return false
 	}
 	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
-		// Keep only the head frame, which may be partly written, so the
-		// close frame that follows it stays well-framed.
-		c.slow = true
-		if len(c.out) > 0 {
-			clear(c.out[1:])
-			c.out, c.outBytes = c.out[:1], len(c.out[0])
-		}
-		c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
+		c.overflowLocked()
 		return false
 	}
 	if c.out == nil {
@@ -179,6 +182,19 @@ func (c *Conn) appendLocked(frame []byte) bool {
 	c.out = append(c.out, frame)
 	c.outBytes += len(frame)
 	return true
+}
+
+// overflowLocked makes c a slow consumer: its queue is cut and a close
+// scheduled.
+func (c *Conn) overflowLocked() {
+	// Keep only the head frame, which may be partly written, so the
+	// close frame that follows it stays well-framed.
+	c.slow = true
+	if len(c.out) > 0 {
+		clear(c.out[1:])
+		c.out, c.outBytes = c.out[:1], len(c.out[0])
+	}
+	c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
 }
 
 // iovMax bounds one writev call (Linux IOV_MAX is 1024).

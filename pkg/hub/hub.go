@@ -168,7 +168,8 @@ func (h *Hub) Start() {
 func (h *Hub) Register(t Transport) *Conn {
 	id := h.nextID.Add(1)
 	now := time.Now().UnixNano()
-	c := &Conn{ID: id, t: t, enc: t.Encoding().ID(), w: h.workers[id%uint64(len(h.workers))], created: now, idx: -1}
+	c := &Conn{ID: id, t: t, enc: t.Encoding().ID(), qos1: qos1Capable(t), w: h.workers[id%uint64(len(h.workers))],
+		created: now, idx: -1}
 	c.lastRead.Store(now)
 	c.phase.Store(uint32(PhaseHandshake))
 	c.w.post(op{kind: opRegister, c: c})

@@ -31,6 +31,10 @@ type Publication struct {
 	// data) it removes the retained message instead (protocol.md §6.7,
 	// OQ-15). Either way it is first delivered like any publication.
 	Retain, ClearRetained bool
+	// AtMostOnce says the publisher asked for QoS 0: no subscriber gets it
+	// as an acknowledged (QoS 1) delivery (MQTT 3.1.1 §3.8.4: the minimum
+	// of the published and the granted QoS). It does not cross nodes.
+	AtMostOnce bool
 	// NoGroups skips load-balanced groups: on a node of a cluster, a group
 	// gets each message from the bus, once cluster-wide (PublishGroup).
 	NoGroups bool
@@ -49,8 +53,10 @@ type frameCache struct {
 
 type cachedFrame struct {
 	enc     uint8
+	qos1    bool // frame and tail are a QoS1Encoding's head and tail
 	display string
 	frame   []byte
+	tail    []byte
 }
 
 func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool) []byte {
@@ -58,15 +64,9 @@ func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool
 	if id == 0 && !wildcard && display == p.Topic {
 		return p.Frame
 	}
-	if fc.pub != p {
-		fc.pub = p
-		for i := range fc.entries {
-			fc.entries[i] = cachedFrame{}
-		}
-		fc.entries = fc.entries[:0]
-	}
+	fc.reset(p)
 	for _, e := range fc.entries {
-		if e.enc == id && e.display == display {
+		if !e.qos1 && e.enc == id && e.display == display {
 			return e.frame
 		}
 	}
@@ -80,6 +80,17 @@ func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool
 	return frame
 }
 
+// reset empties the cache when p is not the publication it holds.
+func (fc *frameCache) reset(p *Publication) {
+	if fc.pub != p {
+		fc.pub = p
+		for i := range fc.entries {
+			fc.entries[i] = cachedFrame{}
+		}
+		fc.entries = fc.entries[:0]
+	}
+}
+
 // fanOut delivers p to the matching subscriptions of this worker and to one
 // member of each matching group this worker owns.
 func (w *worker) fanOut(p *Publication) {
@@ -90,10 +101,13 @@ func (w *worker) fanOut(p *Publication) {
 		return
 	}
 	for _, s := range w.tab.exact[p.Key] {
-		w.deliver(p, s.c, s.pattern, false, s.accepts(p.Filter))
+		w.deliverSub(p, s, false)
 	}
+	dollar := isDollar(p.Topic)
 	w.tab.wild.Match(p.Key, func(s *sub) {
-		w.deliver(p, s.c, s.pattern, true, s.accepts(p.Filter))
+		if !dollar || !startsWithWildcard(s.pattern) {
+			w.deliverSub(p, s, true)
+		}
 	})
 	if w.grp.size() > 0 && !p.NoGroups {
 		for _, g := range w.grp.exact[p.Key] {
@@ -106,8 +120,37 @@ func (w *worker) fanOut(p *Publication) {
 	}
 }
 
+// deliverSub delivers p to the broadcast subscription s: acknowledged when
+// s has QoS 1, its connection takes that (an MQTT one) and p was not
+// published at most once.
+func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
+	if s.qos > 0 && s.c.qos1 && !p.AtMostOnce {
+		if s.accepts(p.Filter) && (p.Echo || s.c != p.Origin) {
+			w.deliverQoS1(p, s.c, s.pattern, wildcard, nil)
+			w.deliveries.Add(1)
+		}
+		return
+	}
+	w.deliver(p, s.c, s.pattern, wildcard, s.accepts(p.Filter))
+}
+
+// isDollar reports a topic beginning with '$', one of the server's (MQTT
+// 3.1.1 §4.7.2).
+func isDollar(topic string) bool { return len(topic) > 0 && topic[0] == '$' }
+
+// startsWithWildcard reports a pattern whose first level is '+' or '#',
+// which does not match a topic beginning with '$' [MQTT-4.7.2-1] (a
+// delivery rule, on every transport; grants still treat '$' as any
+// character, pkg/topic).
+func startsWithWildcard(pattern string) bool {
+	return len(pattern) > 0 && (pattern[0] == '+' || pattern[0] == '#') && (len(pattern) == 1 || pattern[1] == '/')
+}
+
 func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, accepted bool) {
 	if !accepted || (!p.Echo && c == p.Origin) {
+		return
+	}
+	if wildcard && isDollar(p.Topic) && startsWithWildcard(display) {
 		return
 	}
 	w.write(c, w.frames.get(p, c, display, wildcard))

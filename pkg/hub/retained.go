@@ -125,11 +125,29 @@ func (rs *retainedStore) matchKey(byFilter map[string]retainedEntry, filters []s
 
 // sendRetained writes the retained messages matching a new subscription of c,
 // right after its `subscribed` reply (protocol.md §3.2, OQ-58).
-func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string) {
+func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string, qos uint8) {
 	w.retained.match(key, wildcard, filters, w.now(), func(p *Publication) {
-		if !p.Echo && p.Origin == c {
+		if (!p.Echo && p.Origin == c) || (wildcard && isDollar(p.Topic) && startsWithWildcard(display)) {
 			return
 		}
-		w.write(c, w.frames.get(p, c, display, wildcard))
+		re, _ := c.t.Encoding().(RetainedEncoding)
+		if qos > 0 && c.qos1 && !p.AtMostOnce {
+			w.deliverQoS1(p, c, display, wildcard, re)
+			return
+		}
+		f := w.frames.get(p, c, display, wildcard)
+		if re != nil && f != nil {
+			f = re.Retained(f)
+		}
+		w.write(c, f)
 	})
+}
+
+// RetainedEncoding is an Encoding whose deliveries of a retained message to
+// a new subscription differ from live ones (MQTT's RETAIN flag,
+// [MQTT-3.3.1-8]): Retained returns the retained form of frame, a frame
+// (Message) or a QoS 1 head (QoS1Encoding) the encoding built, without
+// modifying it. It is called per retained delivery, not per publication.
+type RetainedEncoding interface {
+	Retained(frame []byte) []byte
 }

@@ -65,6 +65,8 @@ func (t *testTransport) written() string {
 	return s
 }
 
+func (t *testTransport) size() int { t.mu.Lock(); defer t.mu.Unlock(); return t.out.Len() }
+
 func (t *testTransport) setRoom(n int) { t.mu.Lock(); t.room = n; t.mu.Unlock() }
 
 func (t *testTransport) counts() (closeWrite, closed int) {
@@ -264,5 +266,128 @@ func TestHandshakeTimeoutWritesTheEncodingsAnswer(t *testing.T) {
 	eventually(t, "released", func() bool { _, cl := tr.counts(); return cl == 1 })
 	if got := tr.written(); got != "<5 timeout>" {
 		t.Fatalf("written %q, want only the handshake timeout answer", got)
+	}
+}
+
+// A connection's own idle timeout replaces the hub's (an MQTT keep-alive):
+// a shorter one closes it first, a negative one never does.
+func TestPerConnectionIdleTimeout(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, IdleTimeout: time.Hour, Tick: 5 * time.Millisecond,
+		CloseTimeout: 10 * time.Millisecond})
+	short, never := newTestTransport(&textEncoding{id: 5}), newTestTransport(&textEncoding{id: 5})
+	cs, cn := authedConn(h, short), authedConn(h, never)
+	cs.SetIdleTimeout(30 * time.Millisecond)
+	cn.SetIdleTimeout(-1)
+	eventually(t, "short idle released", func() bool { _, cl := short.counts(); return cl == 1 })
+	if r := cs.CloseReason(); r != disconnect.IdleTimeout {
+		t.Fatalf("close reason %v, want idle_timeout", r)
+	}
+	h2 := startHub(t, Config{Workers: 1, IdleTimeout: 20 * time.Millisecond, Tick: 5 * time.Millisecond})
+	cn2 := authedConn(h2, never)
+	cn2.SetIdleTimeout(-1)
+	time.Sleep(100 * time.Millisecond)
+	if cn2.Closed() || cn.Closed() {
+		t.Fatal("a connection without an idle timeout was closed")
+	}
+}
+
+// ackEncoding is a textEncoding that can deliver at QoS 1.
+type ackEncoding struct{ textEncoding }
+
+func (e *ackEncoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
+	e.built.Add(1)
+	return fmt.Appendf(nil, "<%d qos1 %s id ", e.id, m.Topic), []byte(">")
+}
+
+// ackTransport is a testTransport that is an Acker with a window of n.
+type ackTransport struct {
+	*testTransport
+	mu   sync.Mutex
+	n    int
+	next int
+}
+
+func (t *ackTransport) Acquire() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return nil
+	}
+	t.n--
+	t.next++
+	return fmt.Appendf(nil, "%d", t.next)
+}
+
+// A QoS 1 subscription on an Acker transport gets head + its own
+// identifier + tail, built once per publication; a QoS 0 subscription and
+// an at-most-once publication get the plain message; a full window closes
+// the connection as a slow consumer.
+func TestQoS1Deliveries(t *testing.T) {
+	h := startHub(t, Config{Workers: 1, Tick: 10 * time.Millisecond, CloseTimeout: 10 * time.Millisecond})
+	enc := &ackEncoding{textEncoding{id: 1}}
+	tr := &ackTransport{testTransport: newTestTransport(enc), n: 2}
+	c := authedConn(h, tr)
+	subscribeAndWait(t, h, c, tr.testTransport, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 1})
+	plain := newTestTransport(enc)
+	c0 := authedConn(h, plain)
+	subscribeAndWait(t, h, c0, plain, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 0})
+
+	h.Publish(publication("a/b"))
+	eventually(t, "qos 1 delivery", func() bool { return tr.size() > 0 && plain.size() > 0 })
+	if got := tr.written(); got != "<1 qos1 a/b id 1>" {
+		t.Fatalf("QoS 1 delivery %q", got)
+	}
+	if got := plain.written(); got != "<1 msg a/b from alice src >" {
+		t.Fatalf("QoS 0 delivery %q", got)
+	}
+	once := publication("a/b")
+	once.AtMostOnce = true
+	h.Publish(once)
+	eventually(t, "at most once", func() bool { return tr.size() > 0 })
+	if got := tr.written(); got != "<1 msg a/b from alice src >" {
+		t.Fatalf("an at-most-once publication came as %q", got)
+	}
+	h.Publish(publication("a/b")) // id 2, the last of the window
+	h.Publish(publication("a/b")) // the window is full
+	eventually(t, "closed", func() bool { return c.CloseReason() == disconnect.SlowConsumer })
+	if got := tr.written(); got != "<1 qos1 a/b id 2><1 close 1008 slow_consumer>" {
+		t.Fatalf("written %q", got)
+	}
+}
+
+// A topic beginning with '$' is not delivered to, nor retained for, a
+// subscription whose pattern begins with a wildcard [MQTT-4.7.2-1]; a
+// pattern beginning with '$' gets it.
+func TestDollarTopicsSkipLeadingWildcards(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	enc := &textEncoding{id: 0}
+	hash, plus, sys := newTestTransport(enc), newTestTransport(enc), newTestTransport(enc)
+	for _, s := range []struct {
+		tr      *testTransport
+		pattern string
+	}{{hash, "#"}, {plus, "+/x"}, {sys, "$SYS/#"}} {
+		c := authedConn(h, s.tr)
+		subscribeAndWait(t, h, c, s.tr, SubSpec{Pattern: s.pattern, Key: "app/" + s.pattern, Wildcard: true})
+	}
+	p := publication("$SYS/x")
+	p.Retain = true
+	h.Publish(p)
+	h.Publish(publication("a/x"))
+	eventually(t, "deliveries", func() bool { return sys.size() > 0 && hash.size() > 0 && plus.size() > 0 })
+	time.Sleep(20 * time.Millisecond)
+	if got := sys.written(); got != "<0 msg $SYS/# from alice src $SYS/x>" {
+		t.Fatalf("$SYS/# got %q", got)
+	}
+	for name, tr := range map[string]*testTransport{"#": hash, "+/x": plus} {
+		if got := tr.written(); got != "<0 msg "+name+" from alice src a/x>" {
+			t.Fatalf("%s got %q, want only a/x", name, got)
+		}
+	}
+	late := newTestTransport(enc)
+	c := authedConn(h, late)
+	subscribeAndWait(t, h, c, late, SubSpec{Pattern: "#", Key: "app/#", Wildcard: true})
+	time.Sleep(20 * time.Millisecond)
+	if got := late.written(); got != "" {
+		t.Fatalf("a new # subscription got the retained $SYS/x: %q", got)
 	}
 }

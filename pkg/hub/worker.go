@@ -150,7 +150,7 @@ func (w *worker) handle(o *op) {
 			}
 		}
 		w.reply(o.member.c, o.member.reply)
-		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters)
+		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters, 0)
 	case opMemberRemove:
 		if w.grp.remove(o.member) {
 			w.h.stats.groups.Add(-1)
@@ -236,7 +236,11 @@ func (w *worker) sweep(now time.Time) {
 				due = append(due, c)
 			}
 		}
-		idle := ns-c.lastRead.Load() > int64(cfg.IdleTimeout)
+		limit := int64(cfg.IdleTimeout)
+		if own := c.idle.Load(); own != 0 {
+			limit = own
+		}
+		idle := limit > 0 && ns-c.lastRead.Load() > limit
 		if fs := c.frameStart.Load(); fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
 			c.closeWith(disconnect.New(disconnect.FrameTimeout))
 		} else if idle {

@@ -140,7 +140,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	// Connections.
 	gauge(d.connections, float64(st.WebSocketConns), server.TransportWebSocket.String())
-	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns, 0)), server.TransportHTTP.String())
+	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns-st.MQTTConns, 0)), server.TransportHTTP.String())
+	gauge(d.connections, float64(st.MQTTConns), server.TransportMQTT.String())
 	gauge(d.authenticated, float64(st.AuthenticatedConns))
 	counter(d.accepted, src.Server.Hub().Accepted())
 	for t := 1; t < server.NumTransports; t++ {

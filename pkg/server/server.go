@@ -198,6 +198,11 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Hub returns the worker pool, for stats.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// Protocol returns the session protocol, for another transport of the same
+// node (the MQTT listener, pkg/mqtt/listener) to serve its connections on
+// the same hub, grants and limits.
+func (s *Server) Protocol() *session.Protocol { return s.proto }
+
 // Shutdown stops accepting, closes every connection with 1012 (service
 // restart, protocol-decisions.md D-5) after what is queued to it, gives the
 // peers Hub CloseTimeout to close their side, and stops the workers, within

@@ -64,6 +64,7 @@ type Transport uint8
 const (
 	TransportWebSocket Transport = iota + 1 // upgraded to a WebSocket
 	TransportHTTP                           // a plain HTTP request, or nothing complete
+	TransportMQTT                           // a connection of the MQTT listener (pkg/mqtt/listener)
 
 	numTransports
 )
@@ -71,9 +72,11 @@ const (
 // NumTransports is one more than the largest Transport.
 const NumTransports = int(numTransports)
 
-// String returns "websocket" or "http".
+// String returns "websocket", "http" or "mqtt".
 func (t Transport) String() string {
 	switch t {
+	case TransportMQTT:
+		return "mqtt"
 	case TransportWebSocket:
 		return "websocket"
 	case TransportHTTP:
@@ -102,6 +105,8 @@ type Stats struct {
 	Closed [NumTransports][disconnect.NumReasons]uint64
 	// WebSocketConns is the open WebSocket connections.
 	WebSocketConns int64
+	// MQTTConns is the open connections of the MQTT listener (OpenedMQTT).
+	MQTTConns int64
 }
 
 // instruments holds the server's counters and its readiness checks. The zero
@@ -111,6 +116,7 @@ type instruments struct {
 	handshakes [numHandshakes]atomic.Uint64
 	closed     [numTransports][disconnect.NumReasons]atomic.Uint64
 	ws         atomic.Int64
+	mqtt       atomic.Int64
 
 	checksMu sync.Mutex
 	checks   atomic.Pointer[[]ReadyCheck]
@@ -121,7 +127,7 @@ type instruments struct {
 func (s *Server) Stats() Stats {
 	o := &s.obs
 	st := Stats{Hub: s.hub.Stats(), Stats: s.proto.Stats(), ReceivedBytes: o.bytesIn.Load(),
-		WebSocketConns: max(o.ws.Load(), 0)}
+		WebSocketConns: max(o.ws.Load(), 0), MQTTConns: max(o.mqtt.Load(), 0)}
 	for i := range st.Handshakes {
 		st.Handshakes[i] = o.handshakes[i].Load()
 	}
@@ -147,6 +153,11 @@ func (s *Server) opened(st *connState) {
 	}
 }
 
+// OpenedMQTT counts a connection the MQTT listener accepted on the server's
+// session protocol (listener.Config.OnOpen), so the connections gauge and
+// the closes by transport tell it from the WebSocket ones.
+func (s *Server) OpenedMQTT(*hub.Conn) { s.obs.mqtt.Add(1) }
+
 // infoCloses are the close reasons logged at info: the broker refused to
 // go on with the connection because of what its client did. The others
 // (the client's own close, timeouts, shutdown, a revocation already logged
@@ -168,7 +179,10 @@ func (s *Server) closed(c *hub.Conn) {
 	r := c.CloseReason()
 	phase := c.Phase()
 	tr := TransportHTTP
-	if phase != hub.PhaseHandshake {
+	if _, ws := c.Transport().(*connState); !ws {
+		tr = TransportMQTT
+		s.obs.mqtt.Add(-1)
+	} else if phase != hub.PhaseHandshake {
 		tr = TransportWebSocket
 		s.obs.ws.Add(-1)
 	}

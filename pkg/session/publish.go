@@ -25,6 +25,11 @@ const DetailBusy = "the broker is busy: retry later"
 
 var msgpackNil = []byte{0xc0}
 
+// DetailDollarTopic is the detail of the invalid_topic error for a client's
+// publish to a topic beginning with '$': those are the server's (MQTT 3.1.1
+// §4.7.2), on every transport; POST /internal/publish may use them.
+const DetailDollarTopic = "topics beginning with $ are reserved for the server"
+
 // publish handles `publish` in the order of protocol.md §3.3: rate limit,
 // size, quota, topic, grant check, resolution, filter, backpressure, then
 // the store record, KindPublished (with msgRef, before the sender's own
@@ -62,6 +67,10 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 		fail(&wire.Error{Err: wire.ErrInvalidTopic, Detail: err.Error()})
 		return
 	}
+	if cmd.Topic[0] == '$' {
+		fail(&wire.Error{Err: wire.ErrInvalidTopic, Detail: DetailDollarTopic})
+		return
+	}
 	eff := g.Rules.EffectivePattern(cmd.Topic, g.ScopeSlug, acl.OpPublish)
 	if d := g.Rules.Check(eff, acl.OpPublish); d != acl.Allowed {
 		p.publishError(st, out, unknownTopicError(sess, cmd.Topic, d.Hint(acl.OpPublish), cmd.MsgRef))
@@ -78,7 +87,8 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	pub := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: c, Echo: cmd.Echo,
-		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: p.multi}
+		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: p.multi,
+		AtMostOnce: cmd.QoS == 0}
 	pub.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
 		From: g.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if p.cfg.RecordMessages {

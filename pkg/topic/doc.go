@@ -7,8 +7,10 @@
 // matches one level with any content, including an empty one, and a LAST
 // level that is exactly "#" matches all remaining levels, including none, so
 // "a/#" matches "a". Any other use of '+' or '#' is literal text, and so is
-// every character of a concrete topic. '$' has no special meaning: the broker
-// treats topics as opaque strings (protocol.md §4.5).
+// every character of a concrete topic. '$' has no special meaning here: the
+// broker treats topics as opaque strings (protocol.md §4.5); the hub applies
+// the delivery rule of MQTT-4.7.2-1 (a pattern beginning with a wildcard
+// gets no topic beginning with '$') itself.
 //
 // Concurrency: the functions of this package are pure and safe for concurrent
 // use. A Trie is not: it is owned by one goroutine (a hub worker), which does

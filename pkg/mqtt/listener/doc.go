@@ -1,0 +1,27 @@
+// Package listener is kraken's MQTT 3.1.1 transport (protocol.md §8,
+// protocol-decisions.md OQ-27 and section F): a netpoll listener whose
+// connections are served by the same session protocol, hub, grants, limits
+// and retained store as the WebSocket listener (pkg/server), so an MQTT
+// device and an SDK client meet on the same topics.
+//
+// Per connection there is one small state struct (conn) that embeds
+// session.State and is the connection's hub.Transport (writev straight to
+// the descriptor, as pkg/server does) and session.Sink. The reader parses
+// with the strict codec of pkg/mqtt/packet as bytes arrive, never waiting
+// for more and copying only a half-received tail, and maps packets to
+// session commands: CONNECT to `auth`, PUBLISH to `publish`, each filter of
+// SUBSCRIBE and UNSUBSCRIBE to `subscribe` and `unsubscribe`. Replies come
+// back as Reply kinds and become CONNACK, PUBACK, SUBACK and UNSUBACK; the
+// hub builds deliveries in Encoding (ID 1): a QoS 0 PUBLISH built once per
+// publication and topic, or for a QoS 1 subscription (hub.QoS1Encoding)
+// the head and payload of a QoS 1 PUBLISH, built once, with a Packet
+// Identifier of the connection's in-flight window (hub.Acker, inflight.go)
+// between them.
+//
+// There is no goroutine or timer per connection: the hub's sweep closes a
+// connection without CONNECT at its auth deadline, and one silent for 1.5 ×
+// its keep-alive through hub.Conn.SetIdleTimeout.
+//
+// What is not supported (docs/mqtt.md): outbound QoS 2 (granted as 1),
+// persistent sessions (every session is clean), will messages, TLS.
+package listener

@@ -1,0 +1,106 @@
+package listener
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/session"
+)
+
+// fuzzAuth accepts the token "t" with a grant on a/#.
+type fuzzAuth struct{}
+
+func (fuzzAuth) Validate(_ context.Context, token string) (*auth.Grant, error) {
+	if token != "t" {
+		return nil, auth.ErrDenied
+	}
+	return &auth.Grant{ActorTokenID: "f", ProjectID: "p", Rules: acl.Rules{{Pattern: "a/#", Topic: "a",
+		Permission: acl.PermPubSub, AppID: "app"}}}, nil
+}
+
+func (fuzzAuth) Revalidate(context.Context, string) (*auth.Grant, error) { return nil, auth.ErrDenied }
+
+// pairSocket is one end of a socketpair, as conn's socket.
+type pairSocket struct{ fd int }
+
+func (s pairSocket) Fd() int            { return s.fd }
+func (pairSocket) RemoteAddr() net.Addr { return &net.TCPAddr{} }
+func (s pairSocket) Close() error       { return nil }
+
+var (
+	fuzzOnce  sync.Once
+	fuzzLst   *Listener
+	fuzzSetup error
+)
+
+// FuzzProcess feeds arbitrary bytes, after an optional valid CONNECT, to a
+// connection's packet handling (the session protocol and hub behind it):
+// nothing may panic, and a refused packet leaves the connection closing.
+func FuzzProcess(f *testing.F) {
+	connect := []byte{0x10, 0x13, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xc2, 0, 30, 0, 1, 'c', 0, 1, 'u', 0, 1, 't'}
+	for _, seed := range [][]byte{
+		{},
+		{0xc0, 0x00},
+		{0x82, 0x0a, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 1},
+		{0xa2, 0x07, 0, 2, 0, 3, 'a', '/', '#'},
+		{0x32, 0x08, 0, 3, 'a', '/', 'b', 0, 5, 'x'},
+		{0x33, 0x06, 0, 3, 'a', '/', 'b', 0},
+		{0x34, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y'},
+		{0x62, 0x02, 0, 6},
+		{0x40, 0x02, 0, 1},
+		{0xe0, 0x00},
+		connect,
+	} {
+		f.Add(true, seed)
+		f.Add(false, seed)
+	}
+	fuzzOnce.Do(func() {
+		proto, err := session.New(session.Config{Auth: fuzzAuth{}, Hub: hub.Config{Workers: 1}, RateLimit: 1 << 20})
+		if err != nil {
+			fuzzSetup = err
+			return
+		}
+		proto.Hub().Start()
+		fuzzLst, fuzzSetup = New(Config{Protocol: proto})
+	})
+	if fuzzSetup != nil {
+		f.Fatal(fuzzSetup)
+	}
+	f.Fuzz(func(t *testing.T, withConnect bool, data []byte) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Skip(err)
+		}
+		defer unix.Close(fds[1])
+		defer unix.Close(fds[0])
+		l := fuzzLst
+		st := &conn{nc: pairSocket{fds[0]}}
+		st.Conn = l.hub.Register(st)
+		st.Conn.SetPhase(hub.PhaseOpen)
+		defer l.hub.Closed(st.Conn)
+		buf := data
+		if withConnect {
+			buf = append(append([]byte(nil), connect...), data...)
+		}
+		used, _ := l.process(st, buf)
+		if used > len(buf) {
+			t.Fatalf("used %d of %d bytes", used, len(buf))
+		}
+		if used < len(buf) && !st.closing { // what is left must be a packet still arriving
+			var p packet.Packet
+			if n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, &p); n != 0 || err != nil {
+				t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
+			}
+		}
+		st.waitReplies()
+		l.flush(st)
+	})
+}

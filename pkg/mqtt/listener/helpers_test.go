@@ -1,0 +1,302 @@
+package listener_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	"github.com/NoLagApp/kraken/pkg/server"
+)
+
+// tokens is an in-memory Authenticator with the demo grants of
+// examples/auth.json, and one token whose check fails as if the auth
+// service were down.
+type tokens map[string]*auth.Grant
+
+const tokenUnavailable = "token-auth-down"
+
+func (t tokens) Validate(_ context.Context, token string) (*auth.Grant, error) {
+	if token == tokenUnavailable {
+		return nil, auth.ErrUnavailable
+	}
+	if g, ok := t[token]; ok {
+		return g, nil
+	}
+	return nil, auth.ErrDenied
+}
+
+func (t tokens) Revalidate(_ context.Context, actor string) (*auth.Grant, error) {
+	for _, g := range t {
+		if g.ActorTokenID == actor {
+			return g, nil
+		}
+	}
+	return nil, auth.ErrDenied
+}
+
+func demoGrant(actor string) *auth.Grant {
+	return &auth.Grant{
+		ActorTokenID: actor, ProjectID: "demo-project", OrganizationID: "demo-org", ActorType: "user",
+		Rules: acl.Rules{{Pattern: "demo/general/#", Topic: "demo-general", Permission: acl.PermPubSub,
+			RoomID: "room-general", RoomSlug: "general", AppID: "demo-app", AppName: "demo"}},
+	}
+}
+
+// node is a WebSocket server and an MQTT listener on one session protocol.
+type node struct {
+	ws   *server.Server
+	mqtt *listener.Listener
+}
+
+func (n *node) wsAddr() string   { return n.ws.Addr().String() }
+func (n *node) mqttAddr() string { return n.mqtt.Addr().String() }
+
+func startNode(t testing.TB, mutate func(*server.Config)) *node {
+	t.Helper()
+	return startNodeWith(t, mutate, nil)
+}
+
+// startNodeWith is startNode with lmutate applied to the listener's Config.
+func startNodeWith(t testing.TB, mutate func(*server.Config), lmutate func(*listener.Config)) *node {
+	t.Helper()
+	cfg := server.Config{Addr: "127.0.0.1:0",
+		Auth: tokens{"dev-token-alice": demoGrant("alice"), "dev-token-bob": demoGrant("bob")},
+		Hub:  hub.Config{Workers: 2, Tick: 20 * time.Millisecond}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lcfg := listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT}
+	if lmutate != nil {
+		lmutate(&lcfg)
+	}
+	l, err := listener.New(lcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l.Drain()
+		_ = s.Shutdown(ctx)
+		_ = l.Shutdown(ctx)
+	})
+	return &node{ws: s, mqtt: l}
+}
+
+// client is a raw MQTT 3.1.1 client over TCP, for transcripts.
+type client struct {
+	t  testing.TB
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dial(t testing.TB, addr string) *client {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &client{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+func (c *client) send(b []byte) {
+	c.t.Helper()
+	if _, err := c.c.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the next packet's first byte and body.
+func (c *client) read(wait time.Duration) (first byte, body []byte, err error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(wait))
+	first, err = c.br.ReadByte()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, mul := 0, 1
+	for i := 0; i < 4; i++ {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return 0, nil, err
+		}
+		n += int(b&0x7f) * mul
+		mul <<= 7
+		if b&0x80 == 0 {
+			break
+		}
+	}
+	body = make([]byte, n)
+	_, err = io.ReadFull(c.br, body)
+	return first, body, err
+}
+
+func (c *client) expect(first byte) []byte {
+	c.t.Helper()
+	f, body, err := c.read(3 * time.Second)
+	if err != nil {
+		c.t.Fatalf("expecting packet 0x%02x: %v", first, err)
+	}
+	if f != first {
+		c.t.Fatalf("packet 0x%02x % x, want 0x%02x", f, body, first)
+	}
+	return body
+}
+
+// expectPublish reads a PUBLISH and returns its topic and payload; a QoS 1
+// one is acknowledged.
+func (c *client) expectPublish() (topic string, payload []byte) {
+	c.t.Helper()
+	topic, payload, qos, id := c.expectPublishNoAck()
+	if qos == 1 {
+		c.send([]byte{0x40, 2, byte(id >> 8), byte(id)})
+	}
+	return topic, payload
+}
+
+// expectPublishNoAck reads a PUBLISH: its topic, payload, QoS and Packet
+// Identifier (0 for QoS 0).
+func (c *client) expectPublishNoAck() (topic string, payload []byte, qos byte, id uint16) {
+	c.t.Helper()
+	f, body, err := c.read(3 * time.Second)
+	if err != nil {
+		c.t.Fatalf("expecting PUBLISH: %v", err)
+	}
+	if f>>4 != 3 {
+		c.t.Fatalf("packet 0x%02x % x, want a PUBLISH", f, body)
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	topic, rest := string(body[2:2+n]), body[2+n:]
+	if qos = (f >> 1) & 3; qos > 0 {
+		id, rest = binary.BigEndian.Uint16(rest), rest[2:]
+	}
+	return topic, rest, qos, id
+}
+
+func (c *client) expectNothing(wait time.Duration) {
+	c.t.Helper()
+	if f, body, err := c.read(wait); err == nil {
+		c.t.Fatalf("unexpected packet 0x%02x % x", f, body)
+	}
+}
+
+// expectClosed waits for the server to close the connection.
+func (c *client) expectClosed() {
+	c.t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		f, body, err := c.read(3 * time.Second)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.t.Fatal("connection still open")
+			}
+			return
+		}
+		c.t.Fatalf("packet 0x%02x % x before the close", f, body)
+	}
+}
+
+// Client-side encoders (the packet package encodes the server's side).
+
+func str(s string) []byte { return append([]byte{byte(len(s) >> 8), byte(len(s))}, s...) }
+
+func pkt(first byte, body ...[]byte) []byte {
+	var b []byte
+	for _, p := range body {
+		b = append(b, p...)
+	}
+	out := []byte{first}
+	n := len(b)
+	for {
+		d := byte(n & 0x7f)
+		n >>= 7
+		if n > 0 {
+			out = append(out, d|0x80)
+			continue
+		}
+		out = append(out, d)
+		break
+	}
+	return append(out, b...)
+}
+
+// connectPkt is a CONNECT, clean session, with user name and password
+// when not "".
+func connectPkt(keepAlive uint16, user, pass string) []byte {
+	flags := byte(0x02)
+	payload := str("test-client")
+	if user != "" {
+		flags |= 0x80
+		payload = append(payload, str(user)...)
+	}
+	if pass == "\x00empty" { // a password flag with an empty password
+		flags |= 0x40
+		payload = append(payload, str("")...)
+	} else if pass != "" {
+		flags |= 0x40
+		payload = append(payload, str(pass)...)
+	}
+	return pkt(0x10, str("MQTT"), []byte{4, flags, byte(keepAlive >> 8), byte(keepAlive)}, payload)
+}
+
+func subscribePkt(id uint16, filters ...string) []byte { return subscribeQoS(id, 1, filters...) }
+
+func subscribeQoS(id uint16, qos byte, filters ...string) []byte {
+	body := []byte{byte(id >> 8), byte(id)}
+	for _, f := range filters {
+		body = append(append(body, str(f)...), qos)
+	}
+	return pkt(0x82, body)
+}
+
+func unsubscribePkt(id uint16, filters ...string) []byte {
+	body := []byte{byte(id >> 8), byte(id)}
+	for _, f := range filters {
+		body = append(body, str(f)...)
+	}
+	return pkt(0xa2, body)
+}
+
+// publishPkt is a PUBLISH of QoS qos (id ignored for 0), retained or not.
+func publishPkt(topic string, qos byte, retain bool, id uint16, payload string) []byte {
+	first := 0x30 | qos<<1
+	if retain {
+		first |= 1
+	}
+	body := str(topic)
+	if qos > 0 {
+		body = append(body, byte(id>>8), byte(id))
+	}
+	return pkt(first, body, []byte(payload))
+}
+
+// connected dials and CONNECTs with token as the password.
+func connected(t testing.TB, addr, token string) *client {
+	t.Helper()
+	c := dial(t, addr)
+	c.send(connectPkt(30, "any", token))
+	if body := c.expect(0x20); body[1] != 0 {
+		t.Fatalf("CONNACK code %d", body[1])
+	}
+	return c
+}

@@ -1,0 +1,321 @@
+package listener
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/session"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// readChunk is the most input one onRequest call takes; netpoll calls again
+// while input remains.
+const readChunk = 256 << 10
+
+// partialKeep is the partial-buffer capacity kept across packets.
+const partialKeep = 4096
+
+// maxGrantedQoS is the highest QoS a SUBACK grants: QoS 2 is downgraded to
+// 1 (MQTT 3.1.1 §3.9.3 lets the server grant less).
+const maxGrantedQoS = 1
+
+var (
+	packetPool  = sync.Pool{New: func() any { return new(packet.Packet) }}
+	commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
+)
+
+// onRequest consumes what netpoll has buffered, up to readChunk bytes,
+// handling every complete packet; only a half-received tail is copied
+// (partial). It never waits for bytes. A complete packet moves the idle
+// deadline (any packet resets the keep-alive, OQ-27); a packet in progress
+// is timed from its first byte (hub.Conn.SetFrameStart), so a trickling
+// client meets the hub's frame timeout. Once a close is decided the rest of
+// the input is discarded.
+func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
+	st, _ := ctx.(*conn)
+	r := nc.Reader()
+	n := r.Len()
+	if st == nil || st.Conn == nil || st.closing {
+		_ = r.Skip(n)
+		_ = r.Release()
+		return nil
+	}
+	if n+len(st.partial) > l.cfg.MaxInputBacklog {
+		st.Disconnect(disconnect.New(disconnect.InputOverflow))
+		_ = r.Skip(n)
+		_ = r.Release()
+		st.partial = nil
+		l.flush(st)
+		return nil
+	}
+	n = min(n, readChunk)
+	now := time.Now().UnixNano()
+	var buf []byte
+	fromPartial := len(st.partial) > 0
+	if fromPartial {
+		chunk, _ := r.Next(n)
+		st.partial = append(st.partial, chunk...)
+		buf = st.partial
+	} else {
+		buf, _ = r.Peek(n)
+	}
+	used, complete := l.process(st, buf)
+	rest := buf[used:]
+	if complete {
+		st.Conn.Touch(now)
+	}
+	if !st.closing {
+		switch {
+		case len(rest) == 0:
+			if st.Conn.FrameStart() != 0 {
+				st.Conn.SetFrameStart(0)
+			}
+		case complete || st.Conn.FrameStart() == 0:
+			st.Conn.SetFrameStart(now)
+		}
+	}
+	switch {
+	case st.closing || len(rest) == 0:
+		st.partial = nil
+	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*len(rest):
+		st.partial = append(make([]byte, 0, max(len(rest), partialKeep)), rest...)
+	case fromPartial:
+		st.partial = append(st.partial[:0], rest...)
+	default:
+		st.partial = append(make([]byte, 0, max(len(rest), min(2*len(rest), partialKeep))), rest...)
+	}
+	if !fromPartial {
+		_ = r.Skip(n)
+	}
+	_ = r.Release()
+	l.flush(st)
+	return nil
+}
+
+// flush pushes what this read queued.
+func (l *Listener) flush(st *conn) {
+	if st.wrote {
+		st.wrote = false
+		st.Conn.Flush()
+	}
+}
+
+// process handles every complete packet at the start of buf and returns
+// the bytes used and whether at least one packet was complete.
+func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
+	p := packetPool.Get().(*packet.Packet)
+	defer packetPool.Put(p)
+	for used < len(buf) && !st.closing {
+		n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, p)
+		if err != nil {
+			l.refuse(st, err)
+			break
+		}
+		if n == 0 {
+			break
+		}
+		used += n
+		complete = true
+		l.handle(st, p)
+	}
+	p.Topic, p.Payload = nil, nil // they alias the read buffer
+	return used, complete
+}
+
+// refuse closes the connection for a packet the codec or the session
+// order refuses [MQTT-4.8.0-1], after CONNACK 1 or 2 when the error's
+// ReturnCode says so.
+func (l *Listener) refuse(st *conn, err error) {
+	reason := disconnect.ProtocolError
+	if err == packet.ErrTooLarge {
+		reason = disconnect.TooLarge
+	}
+	if perr, ok := err.(*packet.Error); ok && perr.ReturnCode != packet.Accepted {
+		st.write(packet.AppendConnack(nil, false, perr.ReturnCode))
+	}
+	if ce := l.log.Check(zap.DebugLevel, "packet refused"); ce != nil {
+		ce.Write(session.LogFields(st.Conn, zap.Error(err))...)
+	}
+	st.Disconnect(disconnect.WithText(reason, err.Error()))
+}
+
+// handle runs one decoded packet.
+func (l *Listener) handle(st *conn, p *packet.Packet) {
+	if !st.connected {
+		if p.Type != packet.TypeConnect {
+			l.refuse(st, packet.ErrNotConnect)
+			return
+		}
+		l.connect(st, p)
+		return
+	}
+	switch p.Type {
+	case packet.TypeConnect:
+		l.refuse(st, packet.ErrSecondConnect)
+	case packet.TypePublish:
+		l.publish(st, p)
+	case packet.TypePubrel:
+		st.write(packet.AppendPubcomp(nil, p.PacketID)) // QoS 2, best effort: published on PUBLISH
+	case packet.TypeSubscribe:
+		l.subscribe(st, p)
+	case packet.TypeUnsubscribe:
+		l.unsubscribe(st, p)
+	case packet.TypePingreq:
+		st.write(packet.AppendPingresp(nil))
+	case packet.TypeDisconnect:
+		st.Disconnect(disconnect.New(disconnect.ClientClosed))
+	case packet.TypePuback:
+		if st.window != nil {
+			st.window.release(p.PacketID)
+		}
+	case packet.TypePubrec, packet.TypePubcomp:
+		// Acknowledgements of outbound QoS 2: none is sent.
+	}
+}
+
+// command runs cmd through the session protocol with p as the packet being
+// handled, then writes the acknowledgement its replies decided.
+func (l *Listener) command(st *conn, p *packet.Packet, last bool, cmd *wire.Command) {
+	st.cur, st.curID, st.curQoS, st.curLast = p.Type, p.PacketID, p.QoS, last
+	st.granted, st.refused, st.ack = false, false, nil
+	l.proto.Handle(&st.State, st, cmd)
+	st.cur = 0
+	if st.ack != nil {
+		st.write(st.ack)
+		st.ack = nil
+	}
+}
+
+func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
+
+func putCommand(cmd *wire.Command) { cmd.Reset(); commandPool.Put(cmd) }
+
+// connect authenticates a CONNECT (protocol.md §8.2, OQ-27): the token is
+// the password, else (none, or empty) the user name (mosquitto_pub sends a
+// password only with a user name, so any user name is taken beside it). CONNACK 0 and
+// the keep-alive deadline on success; CONNACK 4 without a token, 5 for a
+// refused one, 3 when the auth service is down, and a close after any
+// refusal [MQTT-3.2.2-5]. Will messages are ignored; every session is clean
+// (session present 0).
+func (l *Listener) connect(st *conn, p *packet.Packet) {
+	c := &p.Connect
+	token := c.Password
+	if token == "" {
+		token = c.Username // no password, or an empty one
+	}
+	if token == "" {
+		st.write(packet.AppendConnack(nil, false, packet.RefusedBadUsernameOrPassword))
+		st.Disconnect(disconnect.WithText(disconnect.AuthFailures, "no token in CONNECT"))
+		return
+	}
+	cmd := getCommand()
+	defer putCommand(cmd)
+	cmd.Type, cmd.Token, cmd.HasToken, cmd.TokenIsString, cmd.ProtocolVersion = "auth", token, true, true, 2
+	l.command(st, p, true, cmd)
+	if st.Conn.Phase() != hub.PhaseAuthed {
+		st.Disconnect(disconnect.New(disconnect.AuthFailures))
+		return
+	}
+	st.connected = true
+	if ka := c.KeepAlive; ka > 0 {
+		st.Conn.SetIdleTimeout(time.Duration(ka) * 1500 * time.Millisecond)
+	} else {
+		st.Conn.SetIdleTimeout(-1) // keep-alive 0 turns the mechanism off (§3.1.2.10)
+	}
+}
+
+// publish hands a PUBLISH to the session's publish: the same limits,
+// grants, retained store and fan-out as a WebSocket publish, data a bin of
+// the payload (OQ-27), echoed to the publisher's own matching subscriptions
+// as MQTT does. QoS 1 is acknowledged with PUBACK, QoS 2 with PUBREC,
+// whether the publish was accepted or refused (OQ-27; the session logs the
+// refusal, such as a topic beginning with '$', which is the server's).
+func (l *Listener) publish(st *conn, p *packet.Packet) {
+	cmd := getCommand()
+	defer putCommand(cmd)
+	cmd.Type, cmd.Topic, cmd.HasTopic = "publish", string(p.Topic), true
+	cmd.Data, cmd.HasData = Data(p.Payload, p.Retain), true
+	cmd.Echo, cmd.Retain, cmd.QoS = true, p.Retain, int(min(p.QoS, 1))
+	if p.QoS > 0 {
+		cmd.MsgRef = "mqtt" // answered (KindPublished or KindError), hence acknowledged
+	}
+	l.command(st, p, true, cmd)
+}
+
+// subscribe runs each filter of a SUBSCRIBE through the session's
+// subscribe (validation, grants, resolution, the hub), then writes one
+// SUBACK with a code per filter, in order [MQTT-3.8.4-4], [MQTT-3.8.4-5]:
+// the granted QoS, min(requested, maxGrantedQoS), or 0x80 for a refusal.
+// A refusal on the reader is known at once; a subscription the worker
+// refuses (the connection holds the maximum) only on the worker, so the
+// SUBACK is built there, in a Hub.Run queued behind the filters'
+// subscribes on the same worker (an expected reply, so the reader's later
+// replies wait for it), from the subscriptions the connection then holds.
+// Retained messages may come before the SUBACK, which MQTT allows
+// (§3.8.4).
+func (l *Listener) subscribe(st *conn, p *packet.Packet) {
+	codes := make([]byte, len(p.Filters))
+	patterns := make([]string, len(p.Filters))
+	cmd := getCommand()
+	defer putCommand(cmd)
+	for i, f := range p.Filters {
+		if f.QoS > 0 && st.window == nil {
+			// The in-flight window of outbound QoS 1, made before the first
+			// QoS 1 subscription reaches the hub (whose worker then reads
+			// it, conn.Acquire): a QoS 0 client never pays for it.
+			st.window = newInflight(l.cfg.MaxInflight)
+		}
+		cmd.Reset()
+		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, 1))
+		l.command(st, p, i == len(p.Filters)-1, cmd)
+		if st.closing {
+			return
+		}
+		if st.granted && !st.refused {
+			codes[i], patterns[i] = min(f.QoS, maxGrantedQoS), f.Topic
+		} else {
+			codes[i] = packet.SubackFailure
+		}
+	}
+	id := p.PacketID
+	c := st.Conn
+	c.ExpectReply()
+	l.hub.Run(c, func(c *hub.Conn) {
+		defer c.ReplyDone()
+		held := map[string]bool{}
+		for _, s := range c.Subscriptions() {
+			held[s.Pattern] = true
+		}
+		for i, pat := range patterns {
+			if pat != "" && !held[pat] {
+				codes[i] = packet.SubackFailure
+			}
+		}
+		if frame, err := packet.AppendSuback(nil, id, codes); err == nil {
+			c.WriteFrame(frame)
+		}
+	})
+}
+
+// unsubscribe runs each filter of an UNSUBSCRIBE through the session's
+// unsubscribe, which really removes the subscription, wildcard or not
+// (OQ-27); the worker writes the UNSUBACK after the last one (Frame).
+func (l *Listener) unsubscribe(st *conn, p *packet.Packet) {
+	cmd := getCommand()
+	defer putCommand(cmd)
+	for i, f := range p.Filters {
+		cmd.Reset()
+		cmd.Type, cmd.Topic, cmd.HasTopic = "unsubscribe", f.Topic, true
+		l.command(st, p, i == len(p.Filters)-1, cmd)
+		if st.closing {
+			return
+		}
+	}
+}
