@@ -313,10 +313,15 @@ func TestSmokeIdleKernel(t *testing.T) {
 	if s, k := metric(t, r, "idle_kernel_slope"), metric(t, r, "idle_kernel_broker_slope"); s != 2*k {
 		t.Errorf("broker side %v is not half of %v", k, s)
 	}
-	// Both ends of each loopback connection are on this machine. Other
-	// processes can open sockets meanwhile, so allow some slack.
-	if s := metric(t, r, "idle_tcp_sockets_per_conn"); s < 1.5 || s > 3 {
-		t.Errorf("TCP sockets per connection = %v, want about 2", s)
+	// Both ends of each loopback connection are on this machine, so the
+	// machine-wide count grows by at least about 2 per connection. Other
+	// test packages open sockets at the same time (the count is
+	// machine-wide), so more is reported, not a failure.
+	switch s := metric(t, r, "idle_tcp_sockets_per_conn"); {
+	case s < 1.5:
+		t.Errorf("TCP sockets per connection = %v, want about 2 (both ends)", s)
+	case s > 3:
+		t.Logf("TCP sockets per connection = %v: other processes opened sockets during the ramp", s)
 	}
 	for _, p := range r.Points {
 		if p.Kernel == nil || p.Kernel.Slab <= 0 {
