@@ -7,6 +7,12 @@
 // topic, then goes idle.
 //
 //	go run ./bench/memprofile -n 10000
+//	go run ./bench/memprofile -n 5000 -transport mqtt
+//
+// With -transport mqtt the idle connections are MQTT 3.1.1 ones, on
+// pkg/mqtt/listener beside the server: CONNECT with the token as client id,
+// user name and password, SUBSCRIBE to the same two topics at QoS 0, one
+// message delivered per topic. The publisher stays a WebSocket connection.
 //
 // It then attributes every byte the process grew by, per connection:
 //
@@ -49,6 +55,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -57,19 +64,30 @@ func main() {
 	// The plain pass must not sample: set before anything is allocated.
 	runtime.MemProfileRate = 0
 	n := flag.Int("n", 5000, "connections (the broker holds n+1 descriptors, the client process as many)")
+	transport := flag.String("transport", "websocket", "the idle connections' transport: websocket or mqtt")
 	client := flag.String("client", "", "internal: run as the client process against this address")
+	mqttAddr := flag.String("mqtt-addr", "", "internal: the client process's MQTT listener address (with -transport mqtt)")
 	profile := flag.Bool("profile", false, "internal: run the profiled pass (MemProfileRate = 1) and print its tables")
 	top := flag.Int("top", 12, "setup garbage: sites to list")
 	flag.Parse()
+	if *transport != "websocket" && *transport != "mqtt" {
+		fmt.Fprintln(os.Stderr, "memprofile: -transport is websocket or mqtt")
+		os.Exit(2)
+	}
+	mqtt := *transport == "mqtt"
 	var err error
 	switch {
 	case *client != "":
-		err = runClient(*client, *n)
+		if mqtt && *mqttAddr == "" {
+			err = errors.New("-transport mqtt: the client process needs -mqtt-addr")
+			break
+		}
+		err = runClient(*client, *mqttAddr, *n)
 	case *profile:
 		runtime.MemProfileRate = 1
-		err = runProfiled(*n, *top)
+		err = runProfiled(*n, *top, mqtt)
 	default:
-		err = runPlain(*n)
+		err = runPlain(*n, mqtt)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "memprofile:", err)
@@ -84,7 +102,7 @@ const ownersPrefix = "OWNERS "
 // runPlain runs the profiled pass in a child process, prints its tables,
 // then measures the same connections here without profiling: the runtime's
 // memory classes and the RSS are not inflated by the profiler's records.
-func runPlain(n int) error {
+func runPlain(n int, mqtt bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -105,13 +123,16 @@ func runPlain(n int) error {
 		}
 		fmt.Println(l)
 	}
-	before, after, goroutines, err := session(n)
+	before, after, goroutines, err := session(n, mqtt)
 	if err != nil {
 		return err
 	}
 	reportPlain(before, after, owners, n)
 	fmt.Printf("\ngoroutines in the broker process: %d before the connections, %d with %d idle connections open\n",
 		goroutines[0], goroutines[1], n+1)
+	if mqtt {
+		fmt.Printf("transport: mqtt (%d idle MQTT 3.1.1 connections on pkg/mqtt/listener, QoS 0; the publisher is a WebSocket connection)\n", n)
+	}
 	fmt.Printf("GOGC=%s GOMEMLIMIT=%s (as set in the environment; empty: the default)\n",
 		os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT"))
 	printNetpoll()
@@ -120,8 +141,8 @@ func runPlain(n int) error {
 
 // runProfiled measures the live heap and the setup garbage by allocation
 // site, and prints the owners' totals for the plain pass.
-func runProfiled(n, top int) error {
-	before, after, _, err := session(n)
+func runProfiled(n, top int, mqtt bool) error {
+	before, after, _, err := session(n, mqtt)
 	if err != nil {
 		return err
 	}
@@ -144,10 +165,10 @@ type point struct {
 	rss     int64            // VmRSS after them
 }
 
-// session starts a broker in this process, measures it, opens n idle
-// connections from a client process, measures again, and returns both
-// points and the goroutine counts.
-func session(n int) (before, after point, goroutines [2]int, err error) {
+// session starts a broker in this process (and, with mqtt, the MQTT
+// listener beside it), measures it, opens n idle connections from a client
+// process, measures again, and returns both points and the goroutine counts.
+func session(n int, mqtt bool) (before, after point, goroutines [2]int, err error) {
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
 		Hub: hub.Config{Workers: 2}})
 	if err != nil {
@@ -158,6 +179,18 @@ func session(n int) (before, after point, goroutines [2]int, err error) {
 	}
 	defer func() { _ = srv.Shutdown(context.Background()) }()
 	addr := srv.Addr().String()
+	args := []string{"-client", addr, "-n", strconv.Itoa(n)}
+	if mqtt {
+		l, lerr := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), OnOpen: srv.OpenedMQTT})
+		if lerr != nil {
+			return before, after, goroutines, lerr
+		}
+		if err = l.Start(); err != nil {
+			return before, after, goroutines, err
+		}
+		defer func() { l.Drain(); _ = l.Shutdown(context.Background()) }()
+		args = append(args, "-transport", "mqtt", "-mqtt-addr", l.Addr().String())
+	}
 	time.Sleep(200 * time.Millisecond)
 	before = measure()
 	goroutines[0] = runtime.NumGoroutine()
@@ -166,7 +199,7 @@ func session(n int) (before, after point, goroutines [2]int, err error) {
 	if err != nil {
 		return before, after, goroutines, err
 	}
-	cmd := exec.Command(exe, "-client", addr, "-n", strconv.Itoa(n))
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -193,14 +226,22 @@ func session(n int) (before, after point, goroutines [2]int, err error) {
 	return before, after, goroutines, nil
 }
 
-// runClient opens n idle connections and a publisher, publishes one message
-// to each topic, checks that every connection got both, prints "ready" and
-// holds the connections until its stdin closes.
-func runClient(addr string, n int) error {
+// runClient opens n idle connections (over MQTT to mqttAddr if it is set)
+// and a WebSocket publisher, publishes one message to each topic, checks
+// that every connection got both, prints "ready" and holds the connections
+// until its stdin closes.
+func runClient(addr, mqttAddr string, n int) error {
 	conns := make([]net.Conn, 0, n)
 	readers := make([]*bufio.Reader, 0, n)
 	for i := 0; i < n; i++ {
-		c, br, err := dial(addr, i)
+		var c net.Conn
+		var br *bufio.Reader
+		var err error
+		if mqttAddr != "" {
+			c, br, err = dialMQTT(mqttAddr, i)
+		} else {
+			c, br, err = dial(addr, i)
+		}
 		if err != nil {
 			return err
 		}
@@ -218,7 +259,13 @@ func runClient(addr string, n int) error {
 	}
 	for _, br := range readers { // every subscriber reads its two messages
 		for k := 0; k < 2; k++ {
-			if _, err := ws.ReadFrame(br); err != nil {
+			var err error
+			if mqttAddr != "" {
+				err = readMQTT(br)
+			} else {
+				_, err = ws.ReadFrame(br)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -257,6 +304,52 @@ func dial(addr string, i int) (net.Conn, *bufio.Reader, error) {
 		}
 	}
 	return c, br, nil
+}
+
+// dialMQTT opens one MQTT connection: CONNECT with the token as client id,
+// user name and password, SUBSCRIBE to the two topics at QoS 0
+// (mosquitto_sub's default), and waits for CONNACK and SUBACK.
+func dialMQTT(addr string, i int) (net.Conn, *bufio.Reader, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	str := func(s string) []byte { return append([]byte{byte(len(s) >> 8), byte(len(s))}, s...) }
+	token := str(fmt.Sprintf("idle-%d", i))
+	body := append(str("MQTT"), 4, 0xc2, 0, 0)                        // user name, password, clean session, no keep-alive
+	body = append(append(append(body, token...), token...), token...) // client id, user name, password: the token
+	conn := append([]byte{0x10, byte(len(body))}, body...)
+	sub := []byte{0x82, 0, 0, 1}
+	for _, t := range []string{"bench/idle/a", "bench/idle/b"} {
+		sub = append(append(sub, str(t)...), 0)
+	}
+	sub[1] = byte(len(sub) - 2)
+	if _, err := c.Write(append(conn, sub...)); err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(c, 512)
+	for k := 0; k < 2; k++ {
+		if err := readMQTT(br); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c, br, nil
+}
+
+// readMQTT reads one packet of under 128 bytes of body.
+func readMQTT(r *bufio.Reader) error {
+	if _, err := r.ReadByte(); err != nil {
+		return err
+	}
+	n, err := r.ReadByte()
+	if err != nil {
+		return err
+	}
+	if n >= 0x80 {
+		return fmt.Errorf("mqtt: packet of 128 bytes or more (remaining length byte %#x)", n)
+	}
+	_, err = r.Discard(int(n))
+	return err
 }
 
 // measure reads VmRSS, forces the collections the heap profile needs, and
