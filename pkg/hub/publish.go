@@ -110,6 +110,10 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	if !accepted || (!p.Echo && c == p.Origin) {
 		return
 	}
+	if c.held != nil {
+		c.held.add(p, display, wildcard)
+		return
+	}
 	w.write(c, w.frames.get(p, c, display, wildcard))
 	w.deliveries.Add(1)
 }
