@@ -29,8 +29,9 @@ func (c *Conn) HoldDeliveries() {
 }
 
 // ReleaseDeliveries writes the deliveries held since HoldDeliveries, oldest
-// first, but those for which skip (when not nil) returns true, and delivers
-// to c directly again. Call it only from Hub.Run.
+// first, but those for which skip (when not nil) returns true, behind what
+// is queued to c, flushes c, and delivers to c directly again. Call it only
+// from Hub.Run.
 func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 	h := c.held
 	if h == nil {
@@ -45,4 +46,5 @@ func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 		w.write(c, w.frames.get(d.p, c, d.display, d.wildcard))
 		w.deliveries.Add(1)
 	}
+	c.Flush()
 }

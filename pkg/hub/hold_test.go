@@ -1,0 +1,43 @@
+package hub
+
+import (
+	"testing"
+
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// TestHoldDeliveriesKeepsThemBackInOrder: while held, nothing is written;
+// on release the held deliveries follow what the caller wrote first, in
+// order, but those it skips; afterwards deliveries go straight out.
+func TestHoldDeliveriesKeepsThemBackInOrder(t *testing.T) {
+	enc := &textEncoding{id: 1}
+	h := startHub(t, Config{Workers: 1})
+	tr := newTestTransport(enc)
+	c := authedConn(h, tr)
+	subscribeAndWait(t, h, c, tr, SubSpec{Pattern: "t", Key: "t"})
+	pub := func(from string) {
+		p := &Publication{Key: "t", Topic: "t", Msg: wire.Message{Topic: "t", From: from, MsgID: from}}
+		h.Publish(p)
+	}
+	done := make(chan struct{})
+	h.Run(c, func(c *Conn) { c.HoldDeliveries() })
+	pub("a")
+	pub("b")
+	pub("c")
+	h.Run(c, func(c *Conn) {
+		if got := tr.written(); got != "" {
+			t.Errorf("written while held: %q", got)
+		}
+		c.Write([]byte("<replay>"))
+		c.ReleaseDeliveries(func(p *Publication) bool { return p.Msg.MsgID == "b" })
+		close(done)
+	})
+	<-done
+	pub("d")
+	want := "<replay><1 msg t from a src ><1 msg t from c src ><1 msg t from d src >"
+	got := ""
+	eventually(t, "released", func() bool { got += tr.written(); return len(got) >= len(want) })
+	if got != want {
+		t.Fatalf("written %q, want %q", got, want)
+	}
+}
