@@ -17,6 +17,7 @@ type State struct {
 	rateN, errN uint32 // publishes / error frames in that second
 	failures    uint8  // failed auth attempts (OQ-65)
 	logged      uint16 // refusal kinds already logged at info (logRefusal)
+	resumable   bool   // the connection is its resumable session's live one (resume.go)
 }
 
 // window moves the rate and error windows to the wall-clock second sec
