@@ -27,6 +27,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
 	"github.com/NoLagApp/kraken/pkg/store/noop"
@@ -86,6 +87,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		Webhooks:        ext.webhooks,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
+		Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
+			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions},
 		Hub: hub.Config{
 			Workers:            workers,
 			OutboundMaxBytes:   cfg.OutboundMaxBytes,
