@@ -61,11 +61,11 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		ProtocolVersion: version,
 		Restored:        restored,
 	})})
+	p.resumeReplay(c, out, rs) // first: it holds c's deliveries until the replay is out
 	for _, spec := range specs {
 		p.hub.Subscribe(c, spec)
 		p.noteSubscribed(st, spec)
 	}
-	p.resumeReplay(c, out, rs)
 	if ce := p.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
 		ce.Write(LogFields(c, zap.Int("protocol_version", version))...)
 	}
