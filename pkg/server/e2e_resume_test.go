@@ -254,3 +254,31 @@ func TestResumeTakeOver(t *testing.T) {
 	bob2.ExpectFields("type", "message")
 	bob2.ExpectNothing(200 * time.Millisecond)
 }
+
+// TestResumeByClientID: with distinct clientIds one actor keeps one
+// session per device, each resumed with its own subscriptions and backlog.
+func TestResumeByClientID(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	dial := func(client string, reconnect bool) (*testpeer.Peer, testpeer.Frame) {
+		p := testpeer.Dial(t, s.Addr().String())
+		return p, p.Auth("dev-token-bob", "clientId", client, "reconnect", reconnect)
+	}
+	phone, _ := dial("phone", false)
+	laptop, _ := dial("laptop", false)
+	subscribe(t, phone, "demo/general/p")
+	subscribe(t, laptop, "demo/general/l")
+	_ = phone.Conn.Close()
+	_ = laptop.Conn.Close()
+	waitFor(t, 5*time.Second, func() bool { return s.proto.ResumeLen() == 2 })
+	publishN(t, s, "demo/general/p", 0, 2)
+	publishN(t, s, "demo/general/l", 10, 3)
+	phone2, f := dial("phone", true)
+	if rs, _ := f.Map["restoredSubscriptions"].([]any); len(rs) != 1 {
+		t.Fatalf("phone restoredSubscriptions = %v", rs)
+	}
+	expectReplay(t, phone2, 0, 2, true)
+	laptop2, _ := dial("laptop", true)
+	expectReplay(t, laptop2, 10, 3, true)
+	phone2.ExpectNothing(100 * time.Millisecond)
+	laptop2.ExpectNothing(100 * time.Millisecond)
+}
