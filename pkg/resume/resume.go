@@ -32,6 +32,10 @@ type Config struct {
 	// MaxBytes bounds the bytes of missed messages kept per session; past
 	// it further messages are dropped and the replay says complete:false.
 	MaxBytes int
+	// IdleTimeout is the hub's (hub.Config.IdleTimeout, default 60 s): a
+	// parked connection is made to go idle at its session's expiry, so the
+	// hub's own sweep ends it then, with no timer per session.
+	IdleTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -81,6 +85,9 @@ func New(cfg Config, h *hub.Hub) *Registry {
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -206,7 +213,15 @@ func (r *Registry) Resumable(c *hub.Conn) bool {
 // whether c was a parked connection itself, which the caller must then
 // ignore.
 func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
-	if IsParked(c) {
+	if t, ok := c.Transport().(*transport); ok {
+		// Expired (the hub's sweep found it idle), dropped, taken or shut
+		// down: let go of it and of what it kept.
+		r.mu.Lock()
+		if pk := r.parked[t.id]; pk != nil && pk.conn == c {
+			delete(r.parked, t.id)
+		}
+		r.mu.Unlock()
+		t.take()
 		return true
 	}
 	now := r.cfg.Now()
@@ -227,12 +242,15 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	for len(r.parked) >= r.cfg.MaxSessions && len(r.fifo) > 0 {
 		r.dropHeadLocked()
 	}
-	t := &transport{h: r.h, max: r.cfg.MaxBytes}
+	expires := now.Add(l.expiry)
+	t := &transport{h: r.h, id: l.ID, max: r.cfg.MaxBytes}
 	pc := r.h.Register(t)
 	t.c.Store(pc)
 	pc.SetPhase(hub.PhaseAuthed) // no session: never revalidated
-	pc.Touch(farFuture)          // never idle
-	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: now.Add(l.expiry), t: t}
+	// Idle, by the hub's clock (time.Now), once the expiry has passed: the
+	// hub's sweep then closes it and Closed lets go of it.
+	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
+	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t}
 	for i := range l.specs {
 		s := l.specs[i]
 		if s.QoS >= 1 && !s.LoadBalance {
@@ -243,9 +261,6 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	r.fifo = append(r.fifo, pk)
 	return false
 }
-
-// farFuture is a last-read time no idle check ever reaches.
-const farFuture = int64(1) << 62
 
 // Sweep drops the sessions expired at now.
 func (r *Registry) Sweep(now time.Time) {

@@ -188,3 +188,32 @@ func TestByteBound(t *testing.T) {
 		t.Fatalf("n=%d frames=%d overflow=%v", n, len(tr.frames), tr.overflow)
 	}
 }
+
+// TestExpirySweptByTheHub: with no connect or drop to sweep it, an expired
+// session is ended by the hub's own sweep (its parked connection goes idle
+// at the expiry) and let go of.
+func TestExpirySweptByTheHub(t *testing.T) {
+	var r *Registry
+	h := hub.New(hub.Config{Workers: 1, Tick: 10 * time.Millisecond, IdleTimeout: 50 * time.Millisecond,
+		OnClose: func(c *hub.Conn) { r.Closed(c) }})
+	r = New(Config{Expiry: 300 * time.Millisecond, IdleTimeout: 50 * time.Millisecond}, h)
+	h.Start()
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	c := h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	r.Attach(c, "s", false, 0)
+	spec := &hub.SubSpec{Pattern: "k", Key: "k", QoS: 1}
+	h.Subscribe(c, spec)
+	r.Subscribed(c, spec)
+	parkedAt := time.Now()
+	h.Closed(c)
+	waitUntil(t, func() bool { return r.Len() == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if r.Len() != 1 {
+		t.Fatal("dropped before its expiry")
+	}
+	waitUntil(t, func() bool { return r.Len() == 0 })
+	if d := time.Since(parkedAt); d < 300*time.Millisecond {
+		t.Fatalf("dropped after %v, before the expiry", d)
+	}
+}

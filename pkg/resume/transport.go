@@ -40,8 +40,9 @@ func (encoding) HandshakeTimeout() []byte           { return nil }
 // transport is a parked session's stream: it keeps the frames written to
 // it, sharing them (the hub never modifies a frame), up to max bytes.
 type transport struct {
-	h *hub.Hub
-	c atomic.Pointer[hub.Conn] // set once registered
+	h  *hub.Hub
+	id string                   // the session's identity
+	c  atomic.Pointer[hub.Conn] // set once registered
 
 	mu       sync.Mutex
 	max      int
@@ -72,9 +73,9 @@ func (t *transport) Writev(bufs [][]byte) (int, error) {
 	return n, nil
 }
 
-// CloseWrite ends the parked connection the hub closed (a shutdown): no
-// peer will close its side, so it is let go of at once, off the write
-// lock the hub holds.
+// CloseWrite ends the parked connection the hub closed (its session
+// expired: idle; or a shutdown): no peer will close its side, so it is let
+// go of at once, off the write lock the hub holds.
 func (t *transport) CloseWrite() error {
 	if c := t.c.Load(); c != nil {
 		go t.h.Closed(c)

@@ -143,7 +143,7 @@ func New(cfg Config) (*Protocol, error) {
 		p.orgs.share = cfg.Broker.SetConnections
 	}
 	p.hub = hub.New(hc)
-	p.resume = newRegistry(cfg.Resume, p.hub)
+	p.resume = newRegistry(cfg.Resume, cfg.Hub.IdleTimeout, p.hub)
 	if n, ok := cfg.Auth.(auth.Notifier); ok {
 		n.OnChange(p.hub.RevalidateAll)
 	}

@@ -24,8 +24,9 @@ type ResumeConfig struct {
 
 // newRegistry returns the registry of resumable sessions on h. It always
 // exists, as any token may ask for one, and costs nothing unused.
-func newRegistry(cfg ResumeConfig, h *hub.Hub) *resume.Registry {
-	return resume.New(resume.Config{Expiry: cfg.Expiry, MaxSessions: cfg.MaxSessions, MaxBytes: cfg.MaxBytes}, h)
+func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Registry {
+	return resume.New(resume.Config{Expiry: cfg.Expiry, MaxSessions: cfg.MaxSessions, MaxBytes: cfg.MaxBytes,
+		IdleTimeout: idle}, h)
 }
 
 // resumed is what attachSession found for a resumable connection.
