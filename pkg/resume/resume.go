@@ -209,9 +209,10 @@ func (r *Registry) Resumable(c *hub.Conn) bool {
 
 // Closed parks the session of c, a connection that ended, when it has
 // one: its subscriptions are kept, and those of QoS ≥ 1 that are not
-// load-balanced go on collecting messages, until Expiry. It reports
-// whether c was a parked connection itself, which the caller must then
-// ignore.
+// load-balanced go on collecting messages, until Expiry. It must run on
+// c's worker once c's subscriptions are gone (hub.Config.OnClose). It
+// reports whether c was a parked connection itself, which the caller must
+// then ignore.
 func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	if t, ok := c.Transport().(*transport); ok {
 		// Expired (the hub's sweep found it idle), dropped, taken or shut
@@ -244,19 +245,21 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	}
 	expires := now.Add(l.expiry)
 	t := &transport{h: r.h, id: l.ID, max: r.cfg.MaxBytes}
-	pc := r.h.Register(t)
+	var collect []Spec
+	for _, s := range l.specs {
+		if s.QoS >= 1 && !s.LoadBalance {
+			s.NoRetained = true
+			collect = append(collect, s)
+		}
+	}
+	// On c's worker, right after c's subscriptions went: no publication
+	// falls between them and the parked ones.
+	pc := c.Adopt(t, collect)
 	t.c.Store(pc)
-	pc.SetPhase(hub.PhaseAuthed) // no session: never revalidated
 	// Idle, by the hub's clock (time.Now), once the expiry has passed: the
 	// hub's sweep then closes it and Closed lets go of it.
 	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
 	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t}
-	for i := range l.specs {
-		s := l.specs[i]
-		if s.QoS >= 1 && !s.LoadBalance {
-			r.h.Subscribe(pc, &s)
-		}
-	}
 	r.parked[l.ID] = pk
 	r.fifo = append(r.fifo, pk)
 	return false

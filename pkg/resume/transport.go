@@ -132,6 +132,7 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 	h.Run(c, func(c *hub.Conn) { c.HoldDeliveries() })
 	for i := range pk.Specs {
 		s := pk.Specs[i]
+		s.NoRetained = true // sent when it first subscribed; a newer one is in the replay
 		h.Subscribe(c, &s)
 	}
 	if pk.conn == nil { // taken over: nothing kept

@@ -282,3 +282,21 @@ func TestResumeByClientID(t *testing.T) {
 	phone2.ExpectNothing(100 * time.Millisecond)
 	laptop2.ExpectNothing(100 * time.Millisecond)
 }
+
+// TestResumeRetainedNotReplayed: the retained message a subscriber got
+// when it subscribed is not counted as missed.
+func TestResumeRetainedNotReplayed(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/retained"
+	alice := authed(t, s, "dev-token-alice")
+	alice.Send("type", "publish", "topic", topic, "data", 1, "retain", true, "msgRef", "r")
+	alice.ExpectFields("type", "published")
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	bob.ExpectFields("type", "message")
+	drop(t, s, bob)
+	time.Sleep(50 * time.Millisecond)
+	publishN(t, s, topic, 7, 1)
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob2, 7, 1, true)
+}

@@ -61,7 +61,7 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		ProtocolVersion: version,
 		Restored:        restored,
 	})})
-	p.resumeReplay(c, out, rs) // first: it holds c's deliveries until the replay is out
+	p.resumeReplay(c, out, rs, specs) // first: it holds c's deliveries until the replay is out
 	for _, spec := range specs {
 		p.hub.Subscribe(c, spec)
 		p.noteSubscribed(st, spec)

@@ -83,7 +83,15 @@ func (p *Protocol) noteSubscribed(st *State, spec *hub.SubSpec) {
 // took over (replayStart, the missed messages with isReplay:true,
 // replayEnd), or, for a reconnect that found no session, an empty replay
 // with complete:false.
-func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed) {
+//
+// The backend's restored subscriptions, specs, then get no retained
+// message, which would come before replayStart.
+func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub.SubSpec) {
+	if rs != nil && rs.parked != nil {
+		for _, s := range specs {
+			s.NoRetained = true
+		}
+	}
 	switch {
 	case rs == nil:
 	case rs.parked == nil:
