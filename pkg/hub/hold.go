@@ -43,6 +43,9 @@ func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 		if skip != nil && skip(d.p) {
 			continue
 		}
+		if t := c.tap.Load(); t != nil {
+			t.add(d.p, d.display, d.wildcard)
+		}
 		w.write(c, w.frames.get(d.p, c, d.display, d.wildcard))
 		w.deliveries.Add(1)
 	}
