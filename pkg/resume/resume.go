@@ -252,6 +252,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 			collect = append(collect, s)
 		}
 	}
+	t.inFlight(c, collect)
 	// On c's worker, right after c's subscriptions went: no publication
 	// falls between them and the parked ones.
 	pc := c.Adopt(t, collect)

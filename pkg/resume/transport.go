@@ -165,3 +165,45 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 		})
 	})
 }
+
+// inFlight starts t's backlog with what c, an acking connection that just
+// closed, was sent on the subscriptions specs and its client did not ack:
+// per subscription, the messages after the newest it acked (the position
+// of issue 16). A subscription its client never acked on counts as read up
+// to the newest written, and keeps nothing; so does every subscription of
+// a connection whose client never acked (it has no tap).
+func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
+	d, ackedOn, overflow := c.Tapped()
+	if len(d) == 0 {
+		return
+	}
+	last := make(map[string]int, len(specs)) // newest acked index per kept subscription, -1 for none in the tap
+	for _, s := range specs {
+		if ackedOn(s.Pattern) {
+			last[s.Pattern] = -1
+		}
+	}
+	for i, e := range d {
+		if _, ok := last[e.Topic]; ok && e.Acked {
+			last[e.Topic] = i
+		}
+	}
+	var frames [][]byte
+	for i, e := range d {
+		if l, ok := last[e.Topic]; !ok || i <= l || e.Acked {
+			continue
+		}
+		m := e.Msg.Msg
+		m.Topic = e.Topic
+		if e.Wild {
+			m.SourceTopic = e.Msg.Topic
+		}
+		frames = append(frames, enc.Message(&m))
+	}
+	_, _ = t.Writev(frames)
+	if overflow && len(frames) > 0 {
+		t.mu.Lock()
+		t.overflow = true // older unacked deliveries were not kept
+		t.mu.Unlock()
+	}
+}

@@ -300,3 +300,48 @@ func TestResumeRetainedNotReplayed(t *testing.T) {
 	bob2, _ := jsSubscriber(t, s, topic, true)
 	expectReplay(t, bob2, 7, 1, true)
 }
+
+// TestResumeUnackedInFlight: for a client that acks, the messages after
+// the newest it acked are replayed, those lost in flight included, then
+// what was published while it was away; the acked ones are not.
+func TestResumeUnackedInFlight(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/inflight"
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	publishN(t, s, topic, 100, 1)
+	m := bob.ExpectFields("type", "message")
+	bob.Send("type", "ack", "msgId", m.Map["msgId"]) // an acking client (the JS SDK)
+	expectPong(t, bob)
+	publishN(t, s, topic, 0, 10)
+	for i := 0; i < 10; i++ {
+		m := bob.ExpectFields("type", "message")
+		if i < 5 {
+			bob.Send("type", "ack", "msgId", m.Map["msgId"])
+		} // 5..9 "lost in flight": read by nobody, never acked
+	}
+	expectPong(t, bob)
+	drop(t, s, bob)
+	publishN(t, s, topic, 10, 3)
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob2, 5, 8, true)
+	bob2.ExpectNothing(200 * time.Millisecond)
+}
+
+// TestResumeNonAckingClient: a client that never acks (the Python SDK)
+// counts as having read what was written to it: only what was published
+// while it was away is replayed.
+func TestResumeNonAckingClient(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/noack"
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	publishN(t, s, topic, 0, 4)
+	for i := 0; i < 4; i++ {
+		bob.ExpectFields("type", "message")
+	}
+	drop(t, s, bob)
+	publishN(t, s, topic, 4, 2)
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob2, 4, 2, true)
+}

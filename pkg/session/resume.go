@@ -29,6 +29,25 @@ func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Regis
 		IdleTimeout: idle}, h)
 }
 
+// State.resume bits.
+const (
+	resumeLive uint8 = 1 << iota // the connection is its resumable session's live one
+	resumeTap                    // its client acks: its unacked deliveries are kept (hub.Conn.StartTap)
+)
+
+// noteAck keeps, from a resumable connection's first ack on, its unacked
+// deliveries, so that those lost in flight when it drops are replayed.
+func (p *Protocol) noteAck(st *State, ids []string) {
+	if st.resume&resumeLive == 0 {
+		return
+	}
+	if st.resume&resumeTap == 0 {
+		st.resume |= resumeTap
+		p.hub.Run(st.Conn, (*hub.Conn).StartTap)
+	}
+	st.Conn.TapAck(ids...)
+}
+
 // resumed is what attachSession found for a resumable connection.
 type resumed struct {
 	parked *resume.Parked // the session it takes over, nil for none
@@ -49,7 +68,7 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 	if !ok { // another live connection holds the session (OQ-51)
 		return nil
 	}
-	st.resumable = true
+	st.resume |= resumeLive
 	if !cmd.Reconnect {
 		return nil
 	}
@@ -74,7 +93,7 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 
 // noteSubscribed records spec as a subscription of a resumable session.
 func (p *Protocol) noteSubscribed(st *State, spec *hub.SubSpec) {
-	if st.resumable {
+	if st.resume&resumeLive != 0 {
 		p.resume.Subscribed(st.Conn, spec)
 	}
 }

@@ -16,8 +16,8 @@ type State struct {
 	sec         uint32 // wall-clock second (unix) of the rate and error windows
 	rateN, errN uint32 // publishes / error frames in that second
 	failures    uint8  // failed auth attempts (OQ-65)
+	resume      uint8  // resumeLive, resumeTap (resume.go); in what was padding
 	logged      uint16 // refusal kinds already logged at info (logRefusal)
-	resumable   bool   // the connection is its resumable session's live one (resume.go)
 }
 
 // window moves the rate and error windows to the wall-clock second sec

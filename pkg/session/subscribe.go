@@ -98,7 +98,7 @@ func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	c := st.Conn
 	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(Reply{Kind: KindUnsubscribed, Payload: wire.AppendUnsubscribed(nil, cmd.Topic)}))
-	if st.resumable {
+	if st.resume&resumeLive != 0 {
 		p.resume.Unsubscribed(c, cmd.Topic)
 	}
 	p.reportSubscription(grantOf(c.Session()), control.ActionUnsubscribe, cmd.Topic, false, "", wire.FilterSpec{})
@@ -129,7 +129,7 @@ func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {
 	ok := out.Frame(Reply{Kind: KindFiltersUpdated, Payload: wire.AppendFiltersUpdated(nil, cmd.Topic, raw)})
 	notSub := out.Frame(errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
 	p.hub.SetFilters(c, cmd.Topic, filters, ok, notSub)
-	if st.resumable {
+	if st.resume&resumeLive != 0 {
 		p.resume.FiltersSet(c, cmd.Topic, filters)
 	}
 	p.reportSubscription(grantOf(c.Session()), control.ActionSubscribe, cmd.Topic, false, "", cmd.Filters)
