@@ -222,7 +222,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 			delete(r.parked, t.id)
 		}
 		r.mu.Unlock()
-		t.take()
+		t.drop() // a replay that took it already is unaffected
 		return true
 	}
 	now := r.cfg.Now()

@@ -181,6 +181,15 @@ func TestInUseExpiryAndCap(t *testing.T) {
 	}
 }
 
+func TestDroppedTellsExpired(t *testing.T) {
+	tr := &transport{max: 100}
+	_, _ = tr.Writev([][]byte{{1, 'a', 0x80}})
+	tr.drop()
+	if m, reason := tr.take(); len(m) != 0 || reason != ReasonExpired {
+		t.Fatalf("take after drop = %v, %q", m, reason)
+	}
+}
+
 func TestByteBound(t *testing.T) {
 	tr := &transport{max: 10}
 	n, _ := tr.Writev([][]byte{make([]byte, 6), make([]byte, 6), make([]byte, 4)})

@@ -49,6 +49,7 @@ type transport struct {
 	bytes    int
 	frames   [][]byte
 	overflow bool
+	dropped  bool // the session ended: nothing to replay
 }
 
 // IsParked reports whether c is a parked session's hub connection.
@@ -92,18 +93,32 @@ type Missed struct {
 	Payload []byte // MessagePack of the message, isReplay:true
 }
 
-// take returns what t kept and empties it.
-func (t *transport) take() (missed []Missed, overflow bool) {
+// drop lets go of what t kept: its session ended (expired, dropped or
+// shut down); a replay still to take it is told so.
+func (t *transport) drop() {
+	t.mu.Lock()
+	t.frames, t.bytes, t.dropped = nil, 0, true
+	t.mu.Unlock()
+}
+
+// take returns what t kept and empties it, with the reason the replay is
+// not complete ("" when it is).
+func (t *transport) take() (missed []Missed, reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.dropped {
+		return nil, ReasonExpired
+	}
 	missed = make([]Missed, 0, len(t.frames))
 	for _, f := range t.frames {
 		n := int(f[0])
 		missed = append(missed, Missed{MsgID: string(f[1 : 1+n]), Payload: f[1+n:]})
 	}
-	overflow = t.overflow
+	if t.overflow {
+		reason = ReasonOverflow
+	}
 	t.frames, t.bytes = nil, 0
-	return missed, overflow
+	return missed, reason
 }
 
 // Reasons of a replayEnd with complete:false.
@@ -145,12 +160,8 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 	h.Run(c, func(*hub.Conn) { // c's subscriptions are in place
 		h.Run(pk.conn, func(pc *hub.Conn) {
 			pc.Flush() // what this batch delivered to pc, into pk.t
-			missed, overflow := pk.t.take()
+			missed, reason := pk.t.take()
 			h.Closed(pc)
-			reason := ""
-			if overflow {
-				reason = ReasonOverflow
-			}
 			h.Run(c, func(c *hub.Conn) {
 				write(c, missed, reason)
 				seen := make(map[string]struct{}, len(missed))
