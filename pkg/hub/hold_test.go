@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/NoLagApp/kraken/pkg/wire"
@@ -64,5 +65,25 @@ func TestTapKeepsUnackedDeliveries(t *testing.T) {
 	c.TapAck("b")
 	if d, _, _ := c.Tapped(); len(d) != 0 {
 		t.Fatalf("all acked, %d kept", len(d))
+	}
+}
+
+// TestTapBounds: past TapMax deliveries or TapMaxBytes of data the oldest
+// go and the tap says so.
+func TestTapBounds(t *testing.T) {
+	tp := &tap{}
+	big := make([]byte, TapMaxBytes/2+1)
+	for i := 0; i < 3; i++ {
+		tp.add(&Publication{Msg: wire.Message{Data: big}}, "t", false)
+	}
+	if len(tp.ents) != 1 || !tp.overflow || tp.bytes != len(big) {
+		t.Fatalf("bytes bound: %d kept, %d bytes, overflow %v", len(tp.ents), tp.bytes, tp.overflow)
+	}
+	tp = &tap{}
+	for i := 0; i < TapMax+10; i++ {
+		tp.add(&Publication{Msg: wire.Message{MsgID: strconv.Itoa(i)}}, "t", false)
+	}
+	if len(tp.ents) != TapMax || tp.ents[0].p.Msg.MsgID != "10" || !tp.overflow {
+		t.Fatalf("count bound: %d kept, oldest %s", len(tp.ents), tp.ents[0].p.Msg.MsgID)
 	}
 }

@@ -2,9 +2,12 @@ package hub
 
 import "sync"
 
-// TapMax bounds the deliveries a tap keeps: past it the oldest go, and the
-// tap says it overflowed.
-const TapMax = 256
+// TapMax and TapMaxBytes (of their data) bound the deliveries a tap
+// keeps: past either the oldest go, and the tap says it overflowed.
+const (
+	TapMax      = 256
+	TapMaxBytes = 1 << 20
+)
 
 // tap keeps the recent deliveries to an acking resumable connection that
 // its client has not acked yet, so those lost in flight when its network
@@ -14,6 +17,7 @@ type tap struct {
 	mu       sync.Mutex
 	ents     []tapEntry          // oldest first
 	acked    map[string]struct{} // display topics with an ack seen
+	bytes    int                 // of the kept deliveries' data
 	overflow bool
 }
 
@@ -35,12 +39,17 @@ type Delivered struct {
 
 func (t *tap) add(p *Publication, display string, wildcard bool) {
 	t.mu.Lock()
-	if len(t.ents) >= TapMax {
-		copy(t.ents, t.ents[1:])
-		t.ents = t.ents[:len(t.ents)-1]
-		t.overflow = true
-	}
 	t.ents = append(t.ents, tapEntry{p: p, display: display, wildcard: wildcard})
+	t.bytes += len(p.Msg.Data)
+	n := 0
+	for len(t.ents)-n > TapMax || t.bytes > TapMaxBytes && len(t.ents)-n > 1 {
+		t.bytes -= len(t.ents[n].p.Msg.Data)
+		n++
+	}
+	if n > 0 {
+		t.overflow = true
+		t.dropHead(n)
+	}
 	t.mu.Unlock()
 }
 
@@ -75,14 +84,21 @@ func (c *Conn) TapAck(msgIDs ...string) {
 	}
 	n := 0
 	for n < len(t.ents) && t.ents[n].acked {
+		t.bytes -= len(t.ents[n].p.Msg.Data)
 		n++
 	}
-	if n > 0 {
-		copy(t.ents, t.ents[n:])
-		clear(t.ents[len(t.ents)-n:])
-		t.ents = t.ents[:len(t.ents)-n]
-	}
+	t.dropHead(n)
 	t.mu.Unlock()
+}
+
+// dropHead forgets the n oldest entries, clearing their slots.
+func (t *tap) dropHead(n int) {
+	if n == 0 {
+		return
+	}
+	copy(t.ents, t.ents[n:])
+	clear(t.ents[len(t.ents)-n:])
+	t.ents = t.ents[:len(t.ents)-n]
 }
 
 // Tapped returns what c's tap kept, oldest first, whether the client acked
