@@ -28,6 +28,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
 	"github.com/NoLagApp/kraken/pkg/store/noop"
@@ -87,6 +88,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		Webhooks:        ext.webhooks,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
+		Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
+			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions},
 		Hub: hub.Config{
 			Workers:            workers,
 			OutboundMaxBytes:   cfg.OutboundMaxBytes,

@@ -157,6 +157,15 @@ type Config struct {
 	// StoreMaxMessages is the message cap of the store before pruning
 	// (STORE_MAX_MESSAGES, 10000; protocol.md §6.5).
 	StoreMaxMessages int
+	// ResumeSessions makes every connection resumable (RESUME_SESSIONS,
+	// false; issue 16); ResumeExpiry (RESUME_EXPIRY_SECONDS, 120 s) is how
+	// long a dropped session is kept, ResumeMaxBytes (RESUME_MAX_BYTES,
+	// 1 MiB) bounds its missed messages and ResumeMaxSessions
+	// (RESUME_MAX_SESSIONS, 100000) the sessions kept.
+	ResumeSessions    bool
+	ResumeExpiry      time.Duration
+	ResumeMaxBytes    int
+	ResumeMaxSessions int
 	// RetainTTL is how long a retained message is kept (RETAIN_TTL_SECONDS,
 	// 3600 s; protocol.md §6.7).
 	RetainTTL time.Duration

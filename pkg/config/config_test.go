@@ -29,6 +29,7 @@ func TestDefaults(t *testing.T) {
 		RateLimit: 50, ErrorFrameLimit: 10, ErrorFloodLimit: 1000, MaxAuthFailures: 5, Workers: 0,
 		OutboundMaxBytes: 4194304, MaxSubscriptions: 1000, ShutdownTimeout: 10 * time.Second,
 		StoreTTL: time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
+		ResumeExpiry: 120 * time.Second, ResumeMaxBytes: 1 << 20, ResumeMaxSessions: 100000,
 		LogFormat: "json", LogLevel: "info",
 	}
 	if got := Defaults(); got != want {
@@ -96,6 +97,10 @@ func TestEveryVariableParses(t *testing.T) {
 		{"MAX_SUBSCRIPTIONS", "50", func(c Config) bool { return c.MaxSubscriptions == 50 }},
 		{"SHUTDOWN_TIMEOUT_SECONDS", "0", func(c Config) bool { return c.ShutdownTimeout == 0 }},
 		{"STORE_TTL_SECONDS", "60", func(c Config) bool { return c.StoreTTL == time.Minute }},
+		{"RESUME_SESSIONS", "true", func(c Config) bool { return c.ResumeSessions }},
+		{"RESUME_EXPIRY_SECONDS", "30", func(c Config) bool { return c.ResumeExpiry == 30*time.Second }},
+		{"RESUME_MAX_BYTES", "4096", func(c Config) bool { return c.ResumeMaxBytes == 4096 }},
+		{"RESUME_MAX_SESSIONS", "10", func(c Config) bool { return c.ResumeMaxSessions == 10 }},
 		{"STORE_MAX_MESSAGES", "5", func(c Config) bool { return c.StoreMaxMessages == 5 }},
 		{"RETAIN_TTL_SECONDS", "7200", func(c Config) bool { return c.RetainTTL == 2*time.Hour }},
 		{"LOG_FORMAT", "console", func(c Config) bool { return c.LogFormat == "console" }},

@@ -66,8 +66,11 @@ type Conn struct {
 	// Owned by the worker.
 	idx        int32 // position in worker.conns, -1 when unregistered
 	nsubs      int32
-	subs       *sub // singly linked list of this connection's subscriptions
-	revalidate bool // a revalidation is in flight
+	subs       *sub  // singly linked list of this connection's subscriptions
+	revalidate bool  // a revalidation is in flight
+	held       *held // deliveries held back during a replay (hold.go); nil almost always
+
+	tap atomic.Pointer[tap] // the unacked deliveries of an acking resumable connection (tap.go)
 }
 
 // Transport returns the stream the connection was registered with; the

@@ -153,6 +153,13 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	if wildcard && isDollar(p.Topic) && startsWithWildcard(display) {
 		return
 	}
+	if c.held != nil {
+		c.held.add(p, display, wildcard)
+		return
+	}
+	if t := c.tap.Load(); t != nil {
+		t.add(p, display, wildcard)
+	}
 	w.write(c, w.frames.get(p, c, display, wildcard))
 	w.deliveries.Add(1)
 }

@@ -28,7 +28,9 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 			w.interest(s, 1)
 		}
 		w.reply(c, spec.Reply)
-		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+		if !spec.NoRetained {
+			w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+		}
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,

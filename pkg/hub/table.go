@@ -20,6 +20,10 @@ type SubSpec struct {
 	// member of the group, round-robin (§6.8, OQ-34).
 	LoadBalance bool
 	Group       string
+	// NoRetained skips the retained messages a new subscription is sent
+	// (§6.7): a parked session's subscription (Conn.Adopt) collects only
+	// what is published after it.
+	NoRetained bool
 	// Reply is the frame written once the subscription is in place (the
 	// `subscribed` frame), nil for restored subscriptions (§2.6). TooMany is
 	// written instead when the per-connection cap is reached.

@@ -77,6 +77,8 @@ type Config struct {
 	// Webhooks sends the customer webhooks of the grants' apps (§5.3); nil
 	// sends none. The caller closes it.
 	Webhooks *webhook.Dispatcher
+	// Resume makes connections resumable (RESUME_SESSIONS, issue 16).
+	Resume session.ResumeConfig
 	// InternalSecret is the bearer secret of POST /internal/publish
 	// (INTERNAL_SECRET, protocol.md §5.4); while it is "" or
 	// DefaultInternalSecret the endpoint answers 404 (OQ-26).
@@ -115,7 +117,7 @@ func (c *Config) sessionConfig() session.Config {
 	return session.Config{Auth: c.Auth, Hub: c.Hub, MaxMessageSize: c.MaxMessageSize, Store: c.Store,
 		Broker: c.Broker, NodeID: c.NodeID, RecordMessages: c.RecordMessages, RateLimit: c.RateLimit,
 		ErrorFrameLimit: c.ErrorFrameLimit, ErrorFloodLimit: c.ErrorFloodLimit, MaxAuthFailures: c.MaxAuthFailures,
-		Control: c.Control, Webhooks: c.Webhooks, Logger: c.Logger}
+		Control: c.Control, Webhooks: c.Webhooks, Logger: c.Logger, Resume: c.Resume}
 }
 
 // Server is one kraken listener: the WebSocket transport of the session

@@ -53,6 +53,7 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	if cmd.Reconnect {
 		specs, restored = p.restorable(g)
 	}
+	rs := p.attachSession(st, g, cmd, &restored) // resume.go
 	out.Write(Reply{Kind: KindAuthOK, Payload: wire.AppendAuthOK(nil, &wire.AuthOK{
 		ActorTokenID:    g.ActorTokenID,
 		ProjectID:       g.ProjectID,
@@ -60,8 +61,10 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		ProtocolVersion: version,
 		Restored:        restored,
 	})})
+	p.resumeReplay(c, out, rs, specs) // first: it holds c's deliveries until the replay is out
 	for _, spec := range specs {
 		p.hub.Subscribe(c, spec)
+		p.noteSubscribed(st, spec)
 	}
 	if ce := p.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
 		ce.Write(LogFields(c, zap.Int("protocol_version", version))...)

@@ -14,6 +14,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/presence"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/store/noop"
 	"github.com/NoLagApp/kraken/pkg/webhook"
@@ -66,6 +67,9 @@ type Config struct {
 	OnClose func(*hub.Conn)
 	// Logger receives the session's logs (named "server"); nil means none.
 	Logger *zap.Logger
+	// Resume makes connections resumable (RESUME_SESSIONS, issue 16); its
+	// zero value keeps nothing across a dropped connection (resume.go).
+	Resume ResumeConfig
 }
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
@@ -110,13 +114,14 @@ func (c *Config) setDefaults() {
 // the organisation counts and the counters. Its methods are safe for
 // concurrent use; those taking a *State run on that connection's reader.
 type Protocol struct {
-	cfg   Config
-	log   *zap.Logger
-	hub   *hub.Hub
-	orgs  orgCounter
-	pres  *presence.Registry[*hub.Conn] // owned by the hub's shared worker
-	obs   counters
-	multi bool // the broker is not local.Broker: a node of a cluster
+	cfg    Config
+	log    *zap.Logger
+	hub    *hub.Hub
+	orgs   orgCounter
+	pres   *presence.Registry[*hub.Conn] // owned by the hub's shared worker
+	obs    counters
+	multi  bool             // the broker is not local.Broker: a node of a cluster
+	resume *resume.Registry // nil unless Config.Resume.Enabled
 }
 
 // New validates cfg and builds the Protocol and its hub. The hub is not
@@ -138,6 +143,7 @@ func New(cfg Config) (*Protocol, error) {
 		p.orgs.share = cfg.Broker.SetConnections
 	}
 	p.hub = hub.New(hc)
+	p.resume = newRegistry(cfg.Resume, cfg.Hub.IdleTimeout, p.hub)
 	if n, ok := cfg.Auth.(auth.Notifier); ok {
 		n.OnChange(p.hub.RevalidateAll)
 	}
@@ -176,6 +182,9 @@ func (p *Protocol) Distributed() bool { return p.multi }
 // closed lets go of a connection that ended (hub.Config.OnClose, on its
 // worker): its organisation slot and its presence, then Config.OnClose.
 func (p *Protocol) closed(c *hub.Conn) {
+	if p.parkOnClose(c) {
+		return // a parked session's own connection (resume.go)
+	}
 	if sess := c.Session(); sess != nil && sess.LimitOrg != "" {
 		p.orgs.release(sess.LimitOrg)
 	}

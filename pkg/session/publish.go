@@ -180,5 +180,6 @@ func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub
 // ack records `ack` / `batchAck` (protocol.md §6.4). Nothing is re-sent
 // either way (OQ-66).
 func (p *Protocol) ack(st *State, ids ...string) {
+	p.noteAck(st, ids) // resume.go
 	_ = p.cfg.Store.Ack(context.Background(), grantOf(st.Conn.Session()).ActorTokenID, ids...)
 }

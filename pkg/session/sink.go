@@ -29,6 +29,7 @@ const (
 	KindPresence                       // a presence or lobby presence event, to a member or watcher (§7.3)
 	KindHydration                      // `hydration`, a hydration webhook's answer (§5.3)
 	KindDisconnect                     // `disconnect`, just before a 4001 close (OQ-62)
+	KindReplay                         // `replayStart`, a replayed `message`, `replayEnd` (OQ-33), to a resumed session
 )
 
 // Reply is one frame the session sends a client: its kind and its
@@ -78,7 +79,7 @@ func frameFor(c *hub.Conn, r Reply) []byte {
 }
 
 var kindNames = [...]string{"", "authOK", "authFailed", "error", "published", "subscribed", "unsubscribed",
-	"filtersUpdated", "presenceList", "lobby", "presence", "hydration", "disconnect"}
+	"filtersUpdated", "presenceList", "lobby", "presence", "hydration", "disconnect", "replay"}
 
 // String returns the kind's name, e.g. "subscribed".
 func (k Kind) String() string {

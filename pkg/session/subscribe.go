@@ -54,6 +54,7 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
 		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
 	p.hub.Subscribe(c, spec)
+	p.noteSubscribed(st, spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
 	p.hydrate(c, out, g, res, cmd.Topic)
 }
@@ -97,6 +98,9 @@ func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	c := st.Conn
 	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(Reply{Kind: KindUnsubscribed, Payload: wire.AppendUnsubscribed(nil, cmd.Topic)}))
+	if st.resume&resumeLive != 0 {
+		p.resume.Unsubscribed(c, cmd.Topic)
+	}
 	p.reportSubscription(grantOf(c.Session()), control.ActionUnsubscribe, cmd.Topic, false, "", wire.FilterSpec{})
 }
 
@@ -125,5 +129,8 @@ func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {
 	ok := out.Frame(Reply{Kind: KindFiltersUpdated, Payload: wire.AppendFiltersUpdated(nil, cmd.Topic, raw)})
 	notSub := out.Frame(errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
 	p.hub.SetFilters(c, cmd.Topic, filters, ok, notSub)
+	if st.resume&resumeLive != 0 {
+		p.resume.FiltersSet(c, cmd.Topic, filters)
+	}
 	p.reportSubscription(grantOf(c.Session()), control.ActionSubscribe, cmd.Topic, false, "", cmd.Filters)
 }

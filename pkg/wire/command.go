@@ -20,6 +20,9 @@ type Command struct {
 	TokenIsString bool
 	// Reconnect is true only for a literal true (protocol.md §2.1, §2.6).
 	Reconnect bool
+	// ClientID is the auth `clientId` when it is a string, as sent: the
+	// client's name for a resumable session (protocol-decisions.md OQ-51).
+	ClientID string
 	// ProjectID is the auth `projectId`, used for logging only (§2.1).
 	ProjectID string
 	// ProtocolVersion is the auth `protocolVersion` when it is an integer

@@ -73,10 +73,10 @@ func Decode(b []byte, c *Command) error {
 // rawFields holds the raw msgpack value of each known key of a message; nil
 // means the key is absent.
 type rawFields struct {
-	typ, token, reconnect, projectID, protocolVersion []byte
-	topic, data, echo, qos, retain, filter, filters   []byte
-	msgRef, loadBalance, loadBalanceGroup             []byte
-	roomID, lobbyID, msgID, msgIDs                    []byte
+	typ, token, reconnect, projectID, protocolVersion, clientID []byte
+	topic, data, echo, qos, retain, filter, filters             []byte
+	msgRef, loadBalance, loadBalanceGroup                       []byte
+	roomID, lobbyID, msgID, msgIDs                              []byte
 }
 
 // scan validates the one value at the start of b, as Decode's framing rules
@@ -159,6 +159,8 @@ func (f *rawFields) set(key, v []byte) {
 		f.token = v
 	case "reconnect":
 		f.reconnect = v
+	case "clientId":
+		f.clientID = v
 	case "projectId":
 		f.projectID = v
 	case "protocolVersion":

@@ -104,6 +104,9 @@ func (f *rawFields) apply(c *Command, k cmdKind) error {
 		c.Data, c.HasData = f.data, true
 	}
 	c.Reconnect = isTrue(f.reconnect)
+	if s, _, ok := readStr(f.clientID); ok && k == kindAuth {
+		c.ClientID = string(s) // sanitised by the session (OQ-51); a non-string is ignored
+	}
 	c.Retain = isTrue(f.retain)
 	c.LoadBalance = isTrue(f.loadBalance)
 	c.Echo = !isFalse(f.echo)

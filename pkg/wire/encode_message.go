@@ -24,6 +24,9 @@ type Message struct {
 	// SourceTopic is the concrete topic of a delivery to a wildcard
 	// subscription; "" omits the key (D-2).
 	SourceTopic string
+	// IsReplay marks a message replayed to a resumed session
+	// (isReplay:true, protocol-decisions.md OQ-33); false omits the key.
+	IsReplay bool
 }
 
 // AppendMessage appends {type:"message", topic, data, msgId?,
@@ -39,6 +42,9 @@ func AppendMessage(b []byte, m *Message) []byte {
 		n++
 	}
 	if m.SourceTopic != "" {
+		n++
+	}
+	if m.IsReplay {
 		n++
 	}
 	b = msgp.AppendMapHeader(b, n)
@@ -64,6 +70,10 @@ func AppendMessage(b []byte, m *Message) []byte {
 	b = appendInt(b, m.Timestamp)
 	if m.SourceTopic != "" {
 		b = appendStr(b, "sourceTopic", m.SourceTopic)
+	}
+	if m.IsReplay {
+		b = msgp.AppendString(b, "isReplay")
+		b = msgp.AppendBool(b, true)
 	}
 	return b
 }

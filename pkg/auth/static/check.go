@@ -137,19 +137,27 @@ func (c *checker) top(root *jnode) {
 
 // entryKeys are the keys of a token entry, with their checks.
 var entryKeys = map[string]func(c *checker, where string, n *jnode){
-	"actorTokenId":        nil, // checked first, in entry
-	"organizationId":      (*checker).str,
-	"projectId":           (*checker).str,
-	"actorType":           (*checker).str,
-	"scopeSlug":           (*checker).str,
-	"appId":               (*checker).str,
-	"appName":             (*checker).str,
-	"maxConnections":      (*checker).positiveInt,
-	"maxMessageSizeBytes": (*checker).positiveInt,
-	"rateLimit":           (*checker).rate,
-	"allowedTopics":       (*checker).rules,
-	"activeSubscriptions": (*checker).subscriptions,
-	"allowedLobbies":      (*checker).lobbies,
+	"actorTokenId":         nil, // checked first, in entry
+	"organizationId":       (*checker).str,
+	"projectId":            (*checker).str,
+	"actorType":            (*checker).str,
+	"scopeSlug":            (*checker).str,
+	"appId":                (*checker).str,
+	"appName":              (*checker).str,
+	"maxConnections":       (*checker).positiveInt,
+	"maxMessageSizeBytes":  (*checker).positiveInt,
+	"rateLimit":            (*checker).rate,
+	"allowedTopics":        (*checker).rules,
+	"activeSubscriptions":  (*checker).subscriptions,
+	"allowedLobbies":       (*checker).lobbies,
+	"persistentSession":    (*checker).boolean,
+	"sessionExpirySeconds": (*checker).positiveInt,
+}
+
+func (c *checker) boolean(where string, n *jnode) {
+	if n.kind != 't' && n.kind != 'f' && n.kind != 'z' {
+		c.errorf(n, "%s is %s, want a boolean; it is ignored", where, n.typeName())
+	}
 }
 
 func (c *checker) entry(i int, n *jnode) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -111,6 +112,8 @@ func (d entryDecoder) grant(raw json.RawMessage) *auth.Grant {
 		MaxConnections:      d.positiveInt(m, "maxConnections"),
 		MaxMessageSize:      d.positiveInt(m, "maxMessageSizeBytes"),
 		RateLimit:           d.rate(m, "rateLimit"),
+		PersistentSession:   d.firstBool(m, "persistentSession"),
+		SessionExpiry:       time.Duration(d.positiveInt(m, "sessionExpirySeconds")) * time.Second,
 	}
 	if g.ActorType == "" {
 		g.ActorType = "user"

@@ -1,0 +1,24 @@
+package hub
+
+import "time"
+
+// Adopt registers a connection on t on c's worker and gives it specs, at
+// once, before the worker handles anything else: a closing connection's
+// subscriptions live on in it with no publication in between (a parked
+// resumable session, pkg/resume). Call it only on c's worker (Hub.Run, or
+// Config.OnClose for c). The new connection is in PhaseAuthed without a
+// session; its reply frames in specs are ignored.
+func (c *Conn) Adopt(t Transport, specs []SubSpec) *Conn {
+	w := c.w
+	now := time.Now().UnixNano()
+	n := &Conn{ID: w.h.nextID.Add(1), t: t, enc: t.Encoding().ID(), w: w, created: now, idx: -1}
+	n.lastRead.Store(now)
+	n.phase.Store(uint32(PhaseAuthed))
+	w.handle(&op{kind: opRegister, c: n})
+	for i := range specs {
+		s := specs[i]
+		s.Reply, s.TooMany = nil, nil
+		w.subscribe(n, &s)
+	}
+	return n
+}

@@ -1,0 +1,53 @@
+package hub
+
+// held is the deliveries a connection's worker kept back while a replay was
+// being put together for it (HoldDeliveries): the publications, in the
+// order the worker fanned them out, with how each would have been written.
+type held struct {
+	pubs []heldPub
+}
+
+type heldPub struct {
+	p        *Publication
+	display  string
+	wildcard bool
+}
+
+func (h *held) add(p *Publication, display string, wildcard bool) {
+	h.pubs = append(h.pubs, heldPub{p: p, display: display, wildcard: wildcard})
+}
+
+// HoldDeliveries makes c's worker keep back every delivery to c, in order,
+// until ReleaseDeliveries: a session being resumed gets its replay first.
+// Call it only from Hub.Run; the frames the session writes itself (replies)
+// are not held. It costs a nil check per delivery on connections that hold
+// nothing.
+func (c *Conn) HoldDeliveries() {
+	if c.held == nil {
+		c.held = &held{}
+	}
+}
+
+// ReleaseDeliveries writes the deliveries held since HoldDeliveries, oldest
+// first, but those for which skip (when not nil) returns true, behind what
+// is queued to c, flushes c, and delivers to c directly again. Call it only
+// from Hub.Run.
+func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
+	h := c.held
+	if h == nil {
+		return
+	}
+	c.held = nil
+	w := c.w
+	for _, d := range h.pubs {
+		if skip != nil && skip(d.p) {
+			continue
+		}
+		if t := c.tap.Load(); t != nil {
+			t.add(d.p, d.display, d.wildcard)
+		}
+		w.write(c, w.frames.get(d.p, c, d.display, d.wildcard))
+		w.deliveries.Add(1)
+	}
+	c.Flush()
+}

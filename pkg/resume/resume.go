@@ -1,0 +1,301 @@
+// Package resume keeps the sessions of resumable connections across a
+// dropped connection (issue 16): on a resumable connection's close its
+// subscriptions are parked on a hub connection of their own, whose
+// transport keeps the messages they receive (bounded per session), until
+// the client reconnects with reconnect:true and the same identity, or the
+// session expires. Single node, in memory: sessions do not survive a
+// restart.
+package resume
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// Defaults applied by New to zero or negative Config fields.
+const (
+	DefaultExpiry      = 120 * time.Second // RESUME_EXPIRY_SECONDS
+	DefaultMaxSessions = 100000
+	DefaultMaxBytes    = 1 << 20 // per session
+)
+
+// Config bounds a Registry.
+type Config struct {
+	// Expiry is how long a dropped session is kept.
+	Expiry time.Duration
+	// MaxSessions caps the sessions kept while disconnected; parking one
+	// more drops the oldest.
+	MaxSessions int
+	// MaxBytes bounds the bytes of missed messages kept per session; past
+	// it further messages are dropped and the replay says complete:false.
+	MaxBytes int
+	// IdleTimeout is the hub's (hub.Config.IdleTimeout, default 60 s): a
+	// parked connection is made to go idle at its session's expiry, so the
+	// hub's own sweep ends it then, with no timer per session.
+	IdleTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Spec is one subscription kept for a session: the hub's SubSpec without
+// its reply frames.
+type Spec = hub.SubSpec
+
+// Live is a resumable connection's session while it is connected: its
+// identity and the subscriptions it holds, kept up to date by the session
+// protocol from the connection's reader. Guarded by the Registry's mutex.
+type Live struct {
+	ID     string
+	expiry time.Duration
+	specs  []Spec
+}
+
+// Parked is a session kept after its connection dropped.
+type Parked struct {
+	ID      string
+	Specs   []Spec
+	conn    *hub.Conn
+	expires time.Time
+	t       *transport
+	reason  string // set for a session taken over from a live connection: nothing kept
+}
+
+// Registry is the node's resumable sessions. Safe for concurrent use.
+type Registry struct {
+	cfg Config
+	h   *hub.Hub
+
+	mu     sync.Mutex
+	byConn map[*hub.Conn]*Live
+	owner  map[string]*hub.Conn // identity → its live connection
+	parked map[string]*Parked
+	fifo   []*Parked // parked sessions in parking order
+}
+
+// New returns an empty Registry parking subscriptions on h.
+func New(cfg Config, h *hub.Hub) *Registry {
+	if cfg.Expiry <= 0 {
+		cfg.Expiry = DefaultExpiry
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Registry{cfg: cfg, h: h, byConn: map[*hub.Conn]*Live{}, owner: map[string]*hub.Conn{},
+		parked: map[string]*Parked{}}
+}
+
+// Identity is the session identity of actor with the auth frame's clientId:
+// the clientId sanitised to [A-Za-z0-9_-] and at most 64 characters
+// (protocol-decisions.md OQ-51); without one, one session per actor.
+func Identity(actor, clientID string) string {
+	var b strings.Builder
+	b.WriteString(actor)
+	b.WriteByte('\x00')
+	n := 0
+	for i := 0; i < len(clientID) && n < 64; i++ {
+		ch := clientID[i]
+		if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == '-' {
+			b.WriteByte(ch)
+			n++
+		}
+	}
+	return b.String()
+}
+
+// Attach makes c the live connection of session id, to be kept for expiry
+// (Config.Expiry when 0) once c drops, unless another live connection
+// holds it (then c is not resumable: ok false). With take, it also hands
+// back the parked session of id, if one is kept and not expired; the
+// caller must then Replay it. Without, a parked session of id is dropped.
+func (r *Registry) Attach(c *hub.Conn, id string, take bool, expiry time.Duration) (pk *Parked, ok bool) {
+	if expiry <= 0 {
+		expiry = r.cfg.Expiry
+	}
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(now)
+	if o, held := r.owner[id]; held && o != c {
+		if !take {
+			return nil, false
+		}
+		// A reconnect while the old connection still looks live (its drop
+		// not noticed yet): the session moves to c with the subscriptions,
+		// the old connection keeps its own but is no longer resumable, and
+		// what it was sent since it dropped is unknown.
+		l := r.byConn[o]
+		delete(r.byConn, o)
+		r.owner[id] = c
+		r.byConn[c] = &Live{ID: id, expiry: expiry}
+		return &Parked{ID: id, Specs: l.specs, reason: ReasonTakenOver}, true
+	}
+	r.owner[id] = c
+	r.byConn[c] = &Live{ID: id, expiry: expiry}
+	if pk = r.parked[id]; pk != nil {
+		delete(r.parked, id)
+		if !take || !now.Before(pk.expires) {
+			r.h.Closed(pk.conn) // a fresh connect drops what was kept
+			pk = nil
+		}
+	}
+	return pk, true
+}
+
+// Subscribed records spec (its reply frames dropped) as a subscription of
+// c's session, replacing one with the same pattern.
+func (r *Registry) Subscribed(c *hub.Conn, spec *hub.SubSpec) {
+	s := *spec
+	s.Reply, s.TooMany = nil, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.byConn[c]
+	if l == nil {
+		return
+	}
+	for i := range l.specs {
+		if l.specs[i].Pattern == s.Pattern {
+			l.specs[i] = s
+			return
+		}
+	}
+	l.specs = append(l.specs, s)
+}
+
+// Unsubscribed forgets c's subscription to pattern.
+func (r *Registry) Unsubscribed(c *hub.Conn, pattern string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.byConn[c]; l != nil {
+		for i := range l.specs {
+			if l.specs[i].Pattern == pattern {
+				l.specs = append(l.specs[:i], l.specs[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// FiltersSet replaces the filters of c's subscription to pattern.
+func (r *Registry) FiltersSet(c *hub.Conn, pattern string, filters []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.byConn[c]; l != nil {
+		for i := range l.specs {
+			if l.specs[i].Pattern == pattern {
+				l.specs[i].Filters = filters
+			}
+		}
+	}
+}
+
+// Resumable reports whether c is the live connection of a session.
+func (r *Registry) Resumable(c *hub.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byConn[c] != nil
+}
+
+// Closed parks the session of c, a connection that ended, when it has
+// one: its subscriptions are kept, and those of QoS ≥ 1 that are not
+// load-balanced go on collecting messages, until Expiry. It must run on
+// c's worker once c's subscriptions are gone (hub.Config.OnClose). It
+// reports whether c was a parked connection itself, which the caller must
+// then ignore.
+func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
+	if t, ok := c.Transport().(*transport); ok {
+		// Expired (the hub's sweep found it idle), dropped, taken or shut
+		// down: let go of it and of what it kept.
+		r.mu.Lock()
+		if pk := r.parked[t.id]; pk != nil && pk.conn == c {
+			delete(r.parked, t.id)
+		}
+		r.mu.Unlock()
+		t.drop() // a replay that took it already is unaffected
+		return true
+	}
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.byConn[c]
+	if l == nil {
+		return false
+	}
+	delete(r.byConn, c)
+	if r.owner[l.ID] == c {
+		delete(r.owner, l.ID)
+	}
+	r.sweepLocked(now)
+	if old := r.parked[l.ID]; old != nil {
+		r.h.Closed(old.conn)
+	}
+	for len(r.parked) >= r.cfg.MaxSessions && len(r.fifo) > 0 {
+		r.dropHeadLocked()
+	}
+	expires := now.Add(l.expiry)
+	t := &transport{h: r.h, id: l.ID, max: r.cfg.MaxBytes}
+	var collect []Spec
+	for _, s := range l.specs {
+		if s.QoS >= 1 && !s.LoadBalance {
+			s.NoRetained = true
+			collect = append(collect, s)
+		}
+	}
+	t.inFlight(c, collect)
+	// On c's worker, right after c's subscriptions went: no publication
+	// falls between them and the parked ones.
+	pc := c.Adopt(t, collect)
+	t.c.Store(pc)
+	// Idle, by the hub's clock (time.Now), once the expiry has passed: the
+	// hub's sweep then closes it and Closed lets go of it.
+	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
+	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t}
+	r.parked[l.ID] = pk
+	r.fifo = append(r.fifo, pk)
+	return false
+}
+
+// Sweep drops the sessions expired at now.
+func (r *Registry) Sweep(now time.Time) {
+	r.mu.Lock()
+	r.sweepLocked(now)
+	r.mu.Unlock()
+}
+
+// sweepLocked drops, oldest first, the parked sessions expired or already
+// taken. One behind a longer-lived one waits for it (a token's own expiry,
+// Attach), and is never resumed once expired.
+func (r *Registry) sweepLocked(now time.Time) {
+	for len(r.fifo) > 0 && (!now.Before(r.fifo[0].expires) || r.parked[r.fifo[0].ID] != r.fifo[0]) {
+		r.dropHeadLocked()
+	}
+}
+
+// dropHeadLocked drops the oldest parked session, if it is still kept.
+func (r *Registry) dropHeadLocked() {
+	pk := r.fifo[0]
+	r.fifo[0] = nil
+	r.fifo = r.fifo[1:]
+	if r.parked[pk.ID] == pk {
+		delete(r.parked, pk.ID)
+		r.h.Closed(pk.conn)
+	}
+}
+
+// Len returns the sessions kept while disconnected.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.parked)
+}

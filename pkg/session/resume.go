@@ -1,0 +1,143 @@
+package session
+
+import (
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/resume"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// ResumeConfig configures resumable sessions (issue 16). A connection is
+// resumable when Enabled (RESUME_SESSIONS) or its token says
+// persistentSession / persistent_session; it is kept for its token's
+// session expiry, else Expiry (RESUME_EXPIRY_SECONDS).
+type ResumeConfig struct {
+	Enabled bool
+	// Expiry, MaxSessions and MaxBytes bound the kept sessions; zero takes
+	// the defaults of pkg/resume (120 s, 100,000, 1 MiB).
+	Expiry      time.Duration
+	MaxSessions int
+	MaxBytes    int
+}
+
+// newRegistry returns the registry of resumable sessions on h. It always
+// exists, as any token may ask for one, and costs nothing unused.
+func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Registry {
+	return resume.New(resume.Config{Expiry: cfg.Expiry, MaxSessions: cfg.MaxSessions, MaxBytes: cfg.MaxBytes,
+		IdleTimeout: idle}, h)
+}
+
+// State.resume bits.
+const (
+	resumeLive uint8 = 1 << iota // the connection is its resumable session's live one
+	resumeTap                    // its client acks: its unacked deliveries are kept (hub.Conn.StartTap)
+)
+
+// noteAck keeps, from a resumable connection's first ack on, its unacked
+// deliveries, so that those lost in flight when it drops are replayed.
+func (p *Protocol) noteAck(st *State, ids []string) {
+	if st.resume&resumeLive == 0 {
+		return
+	}
+	if st.resume&resumeTap == 0 {
+		st.resume |= resumeTap
+		p.hub.Run(st.Conn, (*hub.Conn).StartTap)
+	}
+	st.Conn.TapAck(ids...)
+}
+
+// resumed is what attachSession found for a resumable connection.
+type resumed struct {
+	parked *resume.Parked // the session it takes over, nil for none
+	told   bool           // reconnect:true without a session: say so
+	reason string         // why, then
+}
+
+// attachSession makes the connection of st the live one of its session
+// when it is resumable, and with reconnect:true takes over the session
+// kept for it: its subscriptions are added to restored (those not there
+// already). Called during auth, before the reply.
+func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, restored *[]wire.Restored) *resumed {
+	if !p.cfg.Resume.Enabled && !g.PersistentSession {
+		return nil
+	}
+	id := resume.Identity(g.ActorTokenID, cmd.ClientID)
+	pk, ok := p.resume.Attach(st.Conn, id, cmd.Reconnect, g.SessionExpiry)
+	if !ok { // another live connection holds the session (OQ-51)
+		return nil
+	}
+	st.resume |= resumeLive
+	if !cmd.Reconnect {
+		return nil
+	}
+	if pk == nil {
+		return &resumed{told: true, reason: resume.ReasonExpired}
+	}
+	have := make(map[string]bool, len(*restored))
+	for _, r := range *restored {
+		have[r.Name] = true
+	}
+	for i := range pk.Specs {
+		s := &pk.Specs[i]
+		if have[s.Pattern] {
+			continue
+		}
+		*restored = append(*restored, wire.Restored{Name: s.Pattern, LoadBalance: s.LoadBalance,
+			LoadBalanceGroup: s.Group, Filters: s.Filters})
+		p.resume.Subscribed(st.Conn, s)
+	}
+	return &resumed{parked: pk}
+}
+
+// noteSubscribed records spec as a subscription of a resumable session.
+func (p *Protocol) noteSubscribed(st *State, spec *hub.SubSpec) {
+	if st.resume&resumeLive != 0 {
+		p.resume.Subscribed(st.Conn, spec)
+	}
+}
+
+// resumeReplay sends, after the auth reply, the replay of the session c
+// took over (replayStart, the missed messages with isReplay:true,
+// replayEnd), or, for a reconnect that found no session, an empty replay
+// with complete:false.
+//
+// The backend's restored subscriptions, specs, then get no retained
+// message, which would come before replayStart.
+func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub.SubSpec) {
+	if rs != nil && rs.parked != nil {
+		for _, s := range specs {
+			s.NoRetained = true
+		}
+	}
+	switch {
+	case rs == nil:
+	case rs.parked == nil:
+		out.Write(Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, 0)})
+		out.Write(Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil,
+			&wire.ReplayEnd{Complete: false, Reason: rs.reason})})
+	default:
+		p.resume.Replay(c, rs.parked, writeReplay)
+	}
+}
+
+// writeReplay writes the replay of missed to c, on c's worker.
+func writeReplay(c *hub.Conn, missed []resume.Missed, reason string) {
+	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
+	for _, m := range missed {
+		c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
+	}
+	end := &wire.ReplayEnd{Replayed: len(missed), Complete: reason == "", Reason: reason}
+	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil, end)}))
+}
+
+// parkOnClose keeps the session of c, a connection that ended, when it is
+// resumable; it reports whether c is a parked session's own connection,
+// which the rest of closed must ignore.
+func (p *Protocol) parkOnClose(c *hub.Conn) bool {
+	return p.resume.Closed(c)
+}
+
+// ResumeLen returns the sessions kept while disconnected.
+func (p *Protocol) ResumeLen() int { return p.resume.Len() }
