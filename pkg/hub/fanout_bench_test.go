@@ -85,10 +85,20 @@ func BenchmarkFanout(b *testing.B) {
 func TestFanoutAllocatesNothingPerDelivery(t *testing.T) {
 	for _, features := range []bool{false, true} {
 		w, p := benchWorker(t, 1000, features)
-		allocs := testing.AllocsPerRun(20, func() {
-			w.fanOut(p)
-			w.flushTouched()
-		})
+		// AllocsPerRun counts the whole process's allocations, so a
+		// goroutine of an earlier test still winding down (its hub's
+		// ticker, a cleanup) can add some; an allocation of the fan-out
+		// itself shows in every attempt, so the fewest of three counts.
+		allocs := -1.0
+		for range 3 {
+			n := testing.AllocsPerRun(20, func() {
+				w.fanOut(p)
+				w.flushTouched()
+			})
+			if allocs < 0 || n < allocs {
+				allocs = n
+			}
+		}
 		if allocs != 0 {
 			t.Fatalf("features=%v: %.1f allocations per publication to 1,000 subscribers, want 0", features, allocs)
 		}
