@@ -3,9 +3,8 @@ package server
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/sockio"
 	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
@@ -27,30 +26,12 @@ type socket interface {
 // EAGAIN is a short count with a nil error, anything else but EINTR an
 // error.
 func (st *connState) Writev(bufs [][]byte) (int, error) {
-	fd := st.nc.Fd()
-	for {
-		var n int
-		var err error
-		if len(bufs) == 1 {
-			n, err = unix.Write(fd, bufs[0])
-		} else {
-			n, err = unix.Writev(fd, bufs)
-		}
-		switch err {
-		case nil:
-			return n, nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return max(n, 0), nil
-		}
-		return max(n, 0), err
-	}
+	return sockio.Writev(st.nc.Fd(), bufs)
 }
 
 // CloseWrite implements hub.Transport: shutdown(SHUT_WR), a FIN after the
 // close frame.
-func (st *connState) CloseWrite() error { return unix.Shutdown(st.nc.Fd(), unix.SHUT_WR) }
+func (st *connState) CloseWrite() error { return sockio.CloseWrite(st.nc.Fd()) }
 
 // Encoding implements hub.Transport: WebSocket frames of MessagePack.
 func (*connState) Encoding() hub.Encoding { return wsframe.Encoding{} }

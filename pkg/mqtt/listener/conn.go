@@ -5,12 +5,11 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
 	"github.com/NoLagApp/kraken/pkg/session"
+	"github.com/NoLagApp/kraken/pkg/sockio"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
@@ -63,29 +62,11 @@ func (*conn) Value(any) any { return nil }
 // Writev implements hub.Transport: non-blocking write(2)/writev(2) on the
 // descriptor; EAGAIN is a short count with a nil error.
 func (st *conn) Writev(bufs [][]byte) (int, error) {
-	fd := st.nc.Fd()
-	for {
-		var n int
-		var err error
-		if len(bufs) == 1 {
-			n, err = unix.Write(fd, bufs[0])
-		} else {
-			n, err = unix.Writev(fd, bufs)
-		}
-		switch err {
-		case nil:
-			return n, nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return max(n, 0), nil
-		}
-		return max(n, 0), err
-	}
+	return sockio.Writev(st.nc.Fd(), bufs)
 }
 
 // CloseWrite implements hub.Transport: shutdown(SHUT_WR).
-func (st *conn) CloseWrite() error { return unix.Shutdown(st.nc.Fd(), unix.SHUT_WR) }
+func (st *conn) CloseWrite() error { return sockio.CloseWrite(st.nc.Fd()) }
 
 // Close implements hub.Transport: netpoll closes the socket and runs the
 // close callback (Hub.Closed).
