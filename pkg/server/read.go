@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"runtime"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
@@ -150,30 +149,8 @@ func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 // first waits for the replies that workers still owe the connection, so
 // replies come back in request order (protocol.md §3.3).
 func (st *connState) write(frame []byte) {
-	st.waitReplies()
+	st.Conn.WaitReplies()
 	if st.Conn.Write(frame) {
 		st.wrote = true
-	}
-}
-
-// replyWait bounds how long a reader waits for a worker's reply; workers
-// never block, so this is only a safety net.
-const replyWait = 2 * time.Second
-
-// waitReplies waits until no worker owes the connection a reply. The work
-// is already queued on the workers, so this takes microseconds.
-func (st *connState) waitReplies() {
-	var deadline time.Time
-	for i := 0; st.Conn.PendingReplies() > 0; i++ {
-		switch {
-		case i < 64:
-			runtime.Gosched()
-		case i == 64:
-			deadline = time.Now().Add(replyWait)
-		case st.Conn.Closed() || time.Now().After(deadline):
-			return
-		default:
-			time.Sleep(20 * time.Microsecond)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package listener
 
 import (
 	"net"
-	"runtime"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
@@ -163,7 +162,7 @@ func (st *conn) Disconnect(d disconnect.Disconnect) {
 	if st.closing {
 		return
 	}
-	st.waitReplies()
+	st.Conn.WaitReplies()
 	st.closing = true
 	st.Conn.CloseNow(d)
 }
@@ -174,30 +173,8 @@ func (st *conn) write(frame []byte) {
 	if frame == nil {
 		return
 	}
-	st.waitReplies()
+	st.Conn.WaitReplies()
 	if st.Conn.Write(frame) {
 		st.wrote = true
-	}
-}
-
-// replyWait bounds how long a reader waits for a worker's reply; workers
-// never block, so this is only a safety net.
-const replyWait = 2 * time.Second
-
-// waitReplies waits until no worker owes the connection a reply (the work
-// is already queued on the workers: microseconds).
-func (st *conn) waitReplies() {
-	var deadline time.Time
-	for i := 0; st.Conn.PendingReplies() > 0; i++ {
-		switch {
-		case i < 64:
-			runtime.Gosched()
-		case i == 64:
-			deadline = time.Now().Add(replyWait)
-		case st.Conn.Closed() || time.Now().After(deadline):
-			return
-		default:
-			time.Sleep(20 * time.Microsecond)
-		}
 	}
 }

@@ -100,7 +100,7 @@ func FuzzProcess(f *testing.F) {
 				t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
 			}
 		}
-		st.waitReplies()
+		st.Conn.WaitReplies()
 		l.flush(st)
 	})
 }
