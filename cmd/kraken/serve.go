@@ -89,7 +89,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
 		Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
-			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions},
+			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions,
+			MaxMessages: cfg.StoreMaxMessages, MaxAge: cfg.StoreTTL},
 		Hub: hub.Config{
 			Workers:            workers,
 			OutboundMaxBytes:   cfg.OutboundMaxBytes,

@@ -259,11 +259,21 @@ func (h *Hub) Publish(p *Publication) {
 // group's worker: the part of a message a cluster's bus handed to this node
 // for that group (protocol.md §6.8). Nothing happens when the group has no
 // member here any more.
-func (h *Hub) PublishGroup(p *Publication, name, key string) {
+func (h *Hub) PublishGroup(p *Publication, name, key string) { h.Redeliver(p, name, key, nil) }
+
+// Redeliver is PublishGroup for a message handed back to its group: one a
+// member was sent and did not ack before its resumable session ended
+// (pkg/resume, protocol.md §6.6). done, when not nil, is called on the
+// group's worker with whether a member here got p.
+func (h *Hub) Redeliver(p *Publication, name, key string, done func(delivered bool)) {
 	w := h.groupWorker(name)
 	w.post(op{kind: opRun, fn: func(*Conn) {
+		ok := false
 		if g := w.grp.byID[groupID(name, key)]; g != nil {
-			w.deliverGroup(p, g)
+			ok = w.deliverGroup(p, g)
+		}
+		if done != nil {
+			done(ok)
 		}
 	}})
 }

@@ -164,14 +164,17 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	w.deliveries.Add(1)
 }
 
-func (w *worker) deliverGroup(p *Publication, g *group) {
+// deliverGroup delivers p to the next member of g that accepts it, and
+// reports whether there was one.
+func (w *worker) deliverGroup(p *Publication, g *group) bool {
 	var skip *Conn
 	if !p.Echo {
 		skip = p.Origin
 	}
 	m := g.pick(p.Filter, skip)
 	if m == nil {
-		return
+		return false
 	}
 	w.deliver(p, m.c, m.pattern, m.wild, true)
+	return true
 }

@@ -15,9 +15,8 @@ const (
 // acked from the connection's reader.
 type tap struct {
 	mu       sync.Mutex
-	ents     []tapEntry          // oldest first
-	acked    map[string]struct{} // display topics with an ack seen
-	bytes    int                 // of the kept deliveries' data
+	ents     []tapEntry // oldest first
+	bytes    int        // of the kept deliveries' data
 	overflow bool
 }
 
@@ -73,12 +72,6 @@ func (c *Conn) TapAck(msgIDs ...string) {
 		for i := len(t.ents) - 1; i >= 0; i-- {
 			if e := &t.ents[i]; e.p.Msg.MsgID == id {
 				e.acked = true
-				if _, ok := t.acked[e.display]; !ok {
-					if t.acked == nil {
-						t.acked = map[string]struct{}{}
-					}
-					t.acked[e.display] = struct{}{}
-				}
 			}
 		}
 	}
@@ -101,13 +94,12 @@ func (t *tap) dropHead(n int) {
 	t.ents = t.ents[:len(t.ents)-n]
 }
 
-// Tapped returns what c's tap kept, oldest first, whether the client acked
-// anything on display topic (as acked reports), and whether the tap lost
+// Tapped returns what c's tap kept, oldest first, and whether the tap lost
 // some to TapMax; nil without a tap.
-func (c *Conn) Tapped() (d []Delivered, acked func(topic string) bool, overflow bool) {
+func (c *Conn) Tapped() (d []Delivered, overflow bool) {
 	t := c.tap.Load()
 	if t == nil {
-		return nil, nil, false
+		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -115,9 +107,5 @@ func (c *Conn) Tapped() (d []Delivered, acked func(topic string) bool, overflow 
 	for i, e := range t.ents {
 		d[i] = Delivered{Msg: e.p, Topic: e.display, Wild: e.wildcard, Acked: e.acked}
 	}
-	set := make(map[string]struct{}, len(t.acked))
-	for k := range t.acked {
-		set[k] = struct{}{}
-	}
-	return d, func(topic string) bool { _, ok := set[topic]; return ok }, t.overflow
+	return d, t.overflow
 }

@@ -17,6 +17,7 @@ type descs struct {
 
 	messagesIn, messageBytesIn, publications, deliveries, deliveredBytes *prometheus.Desc
 	publishRefused, subscribeRefused, subscriptions, groups, topics      *prometheus.Desc
+	resumeParked, resumeReplays, resumeRedelivered                       *prometheus.Desc
 
 	inbox, inboxPubs, workerBusy, busy, unresponsive, queued, queuedMax   *prometheus.Desc
 	retained, presenceRooms, presenceMembers, lobbyWatches, storeMessages *prometheus.Desc
@@ -61,7 +62,11 @@ func newDescs() descs {
 		subscribeRefused: n("subscribe_refused_total", "Refused subscribes by reason: grant, invalid_topic, invalid_filter.", "reason"),
 		subscriptions:    n("subscriptions", "Subscriptions, broadcast and load-balanced."),
 		groups:           n("groups", "Load-balanced groups."),
-		topics:           n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
+
+		resumeParked:      n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),
+		resumeReplays:     n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit.", "result"),
+		resumeRedelivered: n("resume_redelivered_total", "Unacked load-balanced messages of sessions that ended unresumed, by result: given_back (to another member of the group), lost (no member on this node).", "result"),
+		topics:            n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
 
 		inbox:        n("worker_inbox_ops", "Ops waiting in a worker's inbox.", "worker"),
 		inboxPubs:    n("worker_inbox_publications", "Publications waiting in a worker's inbox.", "worker"),
@@ -103,6 +108,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.reloads, d.tokens, d.tokenFileFailing,
 		d.messagesIn, d.messageBytesIn, d.publications, d.deliveries, d.deliveredBytes,
 		d.publishRefused, d.subscribeRefused, d.subscriptions, d.groups, d.topics,
+		d.resumeParked, d.resumeReplays, d.resumeRedelivered,
 		d.inbox, d.inboxPubs, d.workerBusy, d.busy, d.unresponsive, d.queued, d.queuedMax,
 		d.retained, d.presenceRooms, d.presenceMembers, d.lobbyWatches, d.storeMessages,
 		d.brokerUp, d.brokerDropped, d.brokerMessages, d.brokerDiscarded, d.brokerReconnects,

@@ -16,6 +16,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/webhook"
@@ -140,7 +141,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	// Connections.
 	gauge(d.connections, float64(st.WebSocketConns), server.TransportWebSocket.String())
-	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns-st.MQTTConns, 0)), server.TransportHTTP.String())
+	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns-st.MQTTConns-int64(st.Resume.Parked), 0)), server.TransportHTTP.String())
 	gauge(d.connections, float64(st.MQTTConns), server.TransportMQTT.String())
 	gauge(d.authenticated, float64(st.AuthenticatedConns))
 	counter(d.accepted, src.Server.Hub().Accepted())
@@ -194,6 +195,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(d.subscriptions, float64(h.Subscriptions))
 	gauge(d.groups, float64(h.Groups))
+
+	// Resumable sessions.
+	gauge(d.resumeParked, float64(st.Resume.Parked))
+	for i, r := range resume.ReplayResults {
+		counter(d.resumeReplays, st.Resume.Replays[i], r)
+	}
+	counter(d.resumeRedelivered, st.Resume.GivenBack, "given_back")
+	counter(d.resumeRedelivered, st.Resume.Lost, "lost")
 
 	// Workers: gathered on each worker, bounded by ctx.
 	var topics, retained, stale int

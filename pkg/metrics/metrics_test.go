@@ -21,6 +21,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -50,7 +51,10 @@ type broker struct {
 	metrics string // URL of /metrics
 }
 
-func start(t *testing.T) *broker {
+func start(t *testing.T) *broker { t.Helper(); return startWith(t, nil) }
+
+// startWith is start with the server's Config changed by edit first.
+func startWith(t *testing.T, edit func(*server.Config)) *broker {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
@@ -62,8 +66,12 @@ func start(t *testing.T) *broker {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cache := auth.NewCache(st, 30*time.Second, 1000, nil)
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: cache, RecordMessages: true,
-		Hub: hub.Config{Workers: 2, Tick: 50 * time.Millisecond, OutboundMaxBytes: 64 << 10}})
+	cfg := server.Config{Addr: "127.0.0.1:0", Auth: cache, RecordMessages: true,
+		Hub: hub.Config{Workers: 2, Tick: 50 * time.Millisecond, OutboundMaxBytes: 64 << 10}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,5 +364,36 @@ func TestLabelsAreBounded(t *testing.T) {
 	}
 	if v := value(t, fams, "kraken_handshakes_total", "outcome", "websocket"); v != 1 {
 		t.Errorf("handshakes_total{outcome=websocket} = %v, want 1", v)
+	}
+}
+
+// TestParkedSessionsAreCountedApart: a resumable session kept after its
+// connection dropped shows in kraken_resume_sessions_parked and in no
+// kraken_connections series (it holds no socket); resuming it counts a
+// complete replay and empties the gauge.
+func TestParkedSessionsAreCountedApart(t *testing.T) {
+	b := startWith(t, func(c *server.Config) {
+		c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute}
+	})
+	p := testpeer.Dial(t, b.srv.Addr().String())
+	p.Auth("tok-sub")
+	p.Send("type", "subscribe", "topic", "demo/a/b", "qos", 1)
+	p.ExpectFields("type", "subscribed")
+	_ = p.Conn.Close()
+	b.waitValue(t, 1, "kraken_resume_sessions_parked")
+	b.waitValue(t, 0, "kraken_connections", "transport", "websocket")
+	fams := b.scrape(t)
+	if v := value(t, fams, "kraken_connections", "transport", "http"); v != 0 {
+		t.Errorf("kraken_connections{transport=http} = %v with only a parked session, want 0", v)
+	}
+
+	p2 := testpeer.Dial(t, b.srv.Addr().String())
+	p2.Auth("tok-sub", "reconnect", true)
+	p2.ExpectFields("type", "replayStart", "count", int64(0))
+	p2.ExpectFields("type", "replayEnd", "complete", true)
+	b.waitValue(t, 1, "kraken_resume_replays_total", "result", "complete")
+	b.waitValue(t, 0, "kraken_resume_sessions_parked")
+	if v := value(t, b.scrape(t), "kraken_resume_replays_total", "result", "session_expired"); v != 0 {
+		t.Errorf("resume_replays_total{result=session_expired} = %v, want 0", v)
 	}
 }

@@ -10,6 +10,7 @@ package resume
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
@@ -29,9 +30,16 @@ type Config struct {
 	// MaxSessions caps the sessions kept while disconnected; parking one
 	// more drops the oldest.
 	MaxSessions int
-	// MaxBytes bounds the bytes of missed messages kept per session; past
-	// it further messages are dropped and the replay says complete:false.
-	MaxBytes int
+	// MaxBytes bounds the bytes of missed messages kept per session, and
+	// MaxMessages (0: no bound) their number (STORE_MAX_MESSAGES); past
+	// either further messages are dropped and the replay says
+	// complete:false, backlog_limit.
+	MaxBytes    int
+	MaxMessages int
+	// MaxAge (0: none) caps every session's expiry, a token's own
+	// included: messages are not kept longer than the store keeps records
+	// (STORE_TTL_SECONDS, issue 16).
+	MaxAge time.Duration
 	// IdleTimeout is the hub's (hub.Config.IdleTimeout, default 60 s): a
 	// parked connection is made to go idle at its session's expiry, so the
 	// hub's own sweep ends it then, with no timer per session.
@@ -73,6 +81,64 @@ type Registry struct {
 	owner  map[string]*hub.Conn // identity → its live connection
 	parked map[string]*Parked
 	fifo   []*Parked // parked sessions in parking order
+
+	stats counters
+}
+
+// counters are a Registry's counters, shared with its parked transports.
+type counters struct {
+	replays         [numReplayResults]atomic.Uint64
+	givenBack, lost atomic.Uint64
+}
+
+// Replay results, as counted by CountReplay: complete, or the reason it
+// was not.
+const (
+	replayComplete = iota
+	replayExpired
+	replayTakenOver
+	replayOverflow
+	numReplayResults
+)
+
+// Stats are a Registry's counters.
+type Stats struct {
+	// Parked is the sessions kept while disconnected now.
+	Parked int
+	// Replays counts the replays sent to reconnects with reconnect:true,
+	// by result: complete, session_expired, session_taken_over,
+	// backlog_limit (the names of ReplayResults).
+	Replays [numReplayResults]uint64
+	// GivenBack counts unacked load-balanced messages handed back to their
+	// group when a session ended unresumed, and Lost those that found no
+	// member of the group on this node.
+	GivenBack, Lost uint64
+}
+
+// ReplayResults names the entries of Stats.Replays.
+var ReplayResults = [numReplayResults]string{"complete", ReasonExpired, ReasonTakenOver, ReasonOverflow}
+
+// CountReplay counts one replay sent with reason ("" for complete).
+func (r *Registry) CountReplay(reason string) {
+	i := replayComplete
+	switch reason {
+	case ReasonExpired:
+		i = replayExpired
+	case ReasonTakenOver:
+		i = replayTakenOver
+	case ReasonOverflow:
+		i = replayOverflow
+	}
+	r.stats.replays[i].Add(1)
+}
+
+// Stats returns the current counters.
+func (r *Registry) Stats() Stats {
+	st := Stats{Parked: r.Len(), GivenBack: r.stats.givenBack.Load(), Lost: r.stats.lost.Load()}
+	for i := range st.Replays {
+		st.Replays[i] = r.stats.replays[i].Load()
+	}
+	return st
 }
 
 // New returns an empty Registry parking subscriptions on h.
@@ -122,6 +188,9 @@ func Identity(actor, clientID string) string {
 func (r *Registry) Attach(c *hub.Conn, id string, take bool, expiry time.Duration) (pk *Parked, ok bool) {
 	if expiry <= 0 {
 		expiry = r.cfg.Expiry
+	}
+	if r.cfg.MaxAge > 0 && expiry > r.cfg.MaxAge {
+		expiry = r.cfg.MaxAge
 	}
 	now := r.cfg.Now()
 	r.mu.Lock()
@@ -209,7 +278,9 @@ func (r *Registry) Resumable(c *hub.Conn) bool {
 
 // Closed parks the session of c, a connection that ended, when it has
 // one: its subscriptions are kept, and those of QoS ≥ 1 that are not
-// load-balanced go on collecting messages, until Expiry. It must run on
+// load-balanced go on collecting messages, until Expiry. What c's QoS ≥ 1
+// subscriptions were sent and not acked is kept too; for a load-balanced
+// one it goes back to its group if the session ends unresumed. It must run on
 // c's worker once c's subscriptions are gone (hub.Config.OnClose). It
 // reports whether c was a parked connection itself, which the caller must
 // then ignore.
@@ -244,15 +315,19 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 		r.dropHeadLocked()
 	}
 	expires := now.Add(l.expiry)
-	t := &transport{h: r.h, id: l.ID, max: r.cfg.MaxBytes}
-	var collect []Spec
+	t := &transport{h: r.h, id: l.ID, max: r.cfg.MaxBytes, maxN: r.cfg.MaxMessages, stats: &r.stats}
+	var collect, acked []Spec
 	for _, s := range l.specs {
-		if s.QoS >= 1 && !s.LoadBalance {
+		if s.QoS < 1 {
+			continue
+		}
+		acked = append(acked, s)
+		if !s.LoadBalance {
 			s.NoRetained = true
 			collect = append(collect, s)
 		}
 	}
-	t.inFlight(c, collect)
+	t.inFlight(c, acked)
 	// On c's worker, right after c's subscriptions went: no publication
 	// falls between them and the parked ones.
 	pc := c.Adopt(t, collect)

@@ -198,6 +198,34 @@ func TestByteBound(t *testing.T) {
 	}
 }
 
+// TestMessageBound: past MaxMessages (STORE_MAX_MESSAGES) a session keeps
+// no more and says so.
+func TestMessageBound(t *testing.T) {
+	tr := &transport{max: 1 << 20, maxN: 2}
+	_, _ = tr.Writev([][]byte{{1, 'a', 0x80}, {1, 'b', 0x80}, {1, 'c', 0x80}})
+	m, reason := tr.take()
+	if len(m) != 2 || m[0].MsgID != "a" || m[1].MsgID != "b" || reason != ReasonOverflow {
+		t.Fatalf("take = %v, %q; want a, b and %q", m, reason, ReasonOverflow)
+	}
+}
+
+// TestMaxAgeCapsExpiry: a token's own longer expiry is cut to MaxAge
+// (STORE_TTL_SECONDS): its session is not resumed past it.
+func TestMaxAgeCapsExpiry(t *testing.T) {
+	r, h, clk := newRegistry(t, Config{Expiry: time.Minute, MaxAge: 2 * time.Minute})
+	c := h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	if _, ok := r.Attach(c, "s", false, time.Hour); !ok {
+		t.Fatal("not attached")
+	}
+	h.Closed(c)
+	waitUntil(t, func() bool { return r.Len() == 1 })
+	clk.add(2*time.Minute + time.Second)
+	if pk, _ := r.Attach(h.Register(nullTransport{}), "s", true, time.Hour); pk != nil {
+		t.Fatal("resumed past MaxAge")
+	}
+}
+
 // TestExpirySweptByTheHub: with no connect or drop to sweep it, an expired
 // session is ended by the hub's own sweep (its parked connection goes idle
 // at the expiry) and let go of.

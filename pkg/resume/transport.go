@@ -7,6 +7,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // encodingID is the frame cache id of the parked encoding.
@@ -45,11 +46,22 @@ type transport struct {
 	c  atomic.Pointer[hub.Conn] // set once registered
 
 	mu       sync.Mutex
-	max      int
+	max      int // bytes
+	maxN     int // messages, 0 for no bound
 	bytes    int
 	frames   [][]byte
 	overflow bool
-	dropped  bool // the session ended: nothing to replay
+	dropped  bool      // the session ended: nothing to replay
+	lb       []unacked // unacked load-balanced deliveries, oldest first
+	stats    *counters // the registry's
+}
+
+// unacked is a message a load-balanced member was sent and did not ack
+// before its connection dropped: replayed to it if it resumes, else handed
+// back to its group when the session ends (protocol.md §6.6).
+type unacked struct {
+	p          *hub.Publication
+	group, key string
 }
 
 // IsParked reports whether c is a parked session's hub connection.
@@ -63,7 +75,7 @@ func (t *transport) Writev(bufs [][]byte) (int, error) {
 	t.mu.Lock()
 	for _, b := range bufs {
 		n += len(b)
-		if t.overflow || t.bytes+len(b) > t.max {
+		if t.overflow || t.bytes+len(b) > t.max || t.maxN > 0 && len(t.frames) >= t.maxN {
 			t.overflow = true // the oldest are kept, with no gap
 			continue
 		}
@@ -97,8 +109,35 @@ type Missed struct {
 // shut down); a replay still to take it is told so.
 func (t *transport) drop() {
 	t.mu.Lock()
-	t.frames, t.bytes, t.dropped = nil, 0, true
+	lb := t.lb
+	t.frames, t.bytes, t.dropped, t.lb = nil, 0, true, nil
 	t.mu.Unlock()
+	t.giveBack(lb)
+}
+
+// giveBack hands each unacked load-balanced message back to its group on
+// this node, oldest first, with isReplay:true (it may have been handled
+// already by the member that did not ack it): the group's worker delivers
+// it to the next member that accepts it, or to none when the group has no
+// member here any more (counted as lost).
+func (t *transport) giveBack(lb []unacked) {
+	for _, g := range lb {
+		p := &hub.Publication{Key: g.p.Key, Topic: g.p.Topic, Filter: g.p.Filter, Msg: g.p.Msg, Echo: true}
+		p.Msg.IsReplay = true
+		p.Msg.SourceTopic = ""
+		p.Frame = wsframe.Message(&p.Msg)
+		stats := t.stats
+		t.h.Redeliver(p, g.group, g.key, func(delivered bool) {
+			if stats == nil {
+				return
+			}
+			if delivered {
+				stats.givenBack.Add(1)
+			} else {
+				stats.lost.Add(1)
+			}
+		})
+	}
 }
 
 // take returns what t kept and empties it, with the reason the replay is
@@ -117,7 +156,7 @@ func (t *transport) take() (missed []Missed, reason string) {
 	if t.overflow {
 		reason = ReasonOverflow
 	}
-	t.frames, t.bytes = nil, 0
+	t.frames, t.bytes, t.lb = nil, 0, nil // the load-balanced ones are replayed to their member
 	return missed, reason
 }
 
@@ -131,7 +170,8 @@ const (
 	// whose drop was not noticed yet; its subscriptions are restored, what
 	// the old connection missed is not known.
 	ReasonTakenOver = "session_taken_over"
-	// ReasonOverflow: more was missed than MaxBytes; the oldest were kept.
+	// ReasonOverflow: more was missed than MaxBytes or MaxMessages; the
+	// oldest were kept.
 	ReasonOverflow = "backlog_limit"
 )
 
@@ -180,18 +220,24 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 // inFlight starts t's backlog with what c, an acking connection that just
 // closed, was sent on the subscriptions specs and its client did not ack:
 // per subscription, the messages after the newest it acked (the position
-// of issue 16). A subscription its client never acked on counts as read up
-// to the newest written, and keeps nothing; so does every subscription of
-// a connection whose client never acked (it has no tap).
+// of issue 16). The tap that keeps them starts at the connection's first
+// ack, so a subscription with no ack in it since counts as acked up to the
+// tap's start. A connection whose client never acked (it has no tap)
+// counts as having read everything written to it, and keeps nothing. The
+// unacked messages of a load-balanced subscription are also remembered to
+// be handed back to its group if the session is not resumed.
 func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
-	d, ackedOn, overflow := c.Tapped()
+	d, overflow := c.Tapped()
 	if len(d) == 0 {
 		return
 	}
 	last := make(map[string]int, len(specs)) // newest acked index per kept subscription, -1 for none in the tap
-	for _, s := range specs {
-		if ackedOn(s.Pattern) {
-			last[s.Pattern] = -1
+	lb := make(map[string]*Spec)
+	for i := range specs {
+		s := &specs[i]
+		last[s.Pattern] = -1
+		if s.LoadBalance {
+			lb[s.Pattern] = s
 		}
 	}
 	for i, e := range d {
@@ -210,6 +256,9 @@ func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
 			m.SourceTopic = e.Msg.Topic
 		}
 		frames = append(frames, enc.Message(&m))
+		if s := lb[e.Topic]; s != nil {
+			t.lb = append(t.lb, unacked{p: e.Msg, group: s.Group, key: s.Key})
+		}
 	}
 	_, _ = t.Writev(frames)
 	if overflow && len(frames) > 0 {

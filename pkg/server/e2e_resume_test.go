@@ -345,3 +345,125 @@ func TestResumeNonAckingClient(t *testing.T) {
 	bob2, _ := jsSubscriber(t, s, topic, true)
 	expectReplay(t, bob2, 4, 2, true)
 }
+
+// lbWorker is a resumable, JS-shaped member of the load-balanced group
+// "workers" on topic, with session identity clientID.
+func lbWorker(t *testing.T, s *Server, topic, clientID string, reconnect bool) (*testpeer.Peer, testpeer.Frame) {
+	t.Helper()
+	p := testpeer.Dial(t, s.Addr().String())
+	f := p.Auth("dev-token-bob", "projectId", "demo", "clientId", clientID, "reconnect", reconnect)
+	if !reconnect {
+		subscribe(t, p, topic, "qos", 1, "loadBalance", true, "loadBalanceGroup", "workers")
+	}
+	return p, f
+}
+
+// lbSplit sets up members a (acking: it acked one message, so its
+// position is known) and b of one group, publishes 6 messages that the
+// group splits between them, and returns a's share (data values, in
+// order, unacked) and their msgIds; b's share is read and acked.
+func lbSplit(t *testing.T, s *Server, topic string) (a, b *testpeer.Peer, aData []int64, aIDs []string) {
+	t.Helper()
+	a, _ = lbWorker(t, s, topic, "a", false)
+	publishN(t, s, topic, 100, 1)
+	m := a.ExpectFields("type", "message", "data", int64(100))
+	a.Send("type", "ack", "msgId", m.Map["msgId"])
+	expectPong(t, a)
+	b, _ = lbWorker(t, s, topic, "b", false)
+	publishN(t, s, topic, 0, 6)
+	for range 3 { // round-robin: a, b, a, b, a, b
+		m := a.ExpectFields("type", "message")
+		aData = append(aData, asInt(t, m.Map["data"]))
+		aIDs = append(aIDs, m.Map["msgId"].(string))
+		m = b.ExpectFields("type", "message")
+		b.Send("type", "ack", "msgId", m.Map["msgId"])
+	}
+	expectPong(t, a)
+	expectPong(t, b)
+	return a, b, aData, aIDs
+}
+
+// TestResumeLoadBalancedUnackedGoBackToTheGroup: the messages a
+// load-balanced member was sent and did not ack go, when its session
+// expires unresumed, to another member of the group, oldest first, with
+// their msgIds and isReplay:true (protocol.md §6.6); they are counted as
+// given back.
+func TestResumeLoadBalancedUnackedGoBackToTheGroup(t *testing.T) {
+	s := resumeOn(t, 300*time.Millisecond)
+	const topic = "demo/general/jobs"
+	a, b, aData, aIDs := lbSplit(t, s, topic)
+	drop(t, s, a)
+	for i := range aData {
+		m := b.ExpectFields("type", "message", "isReplay", true)
+		if asInt(t, m.Map["data"]) != aData[i] || m.Map["msgId"] != aIDs[i] {
+			t.Fatalf("given back %d = %s, want data %d msgId %s", i, m, aData[i], aIDs[i])
+		}
+	}
+	b.ExpectNothing(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.GivenBack == 3 })
+	if st := s.Stats().Resume; st.Lost != 0 || st.Parked != 0 {
+		t.Fatalf("resume stats after expiry = %+v, want nothing lost or parked", st)
+	}
+}
+
+// TestResumeLoadBalancedUnackedReplayedOnResume: a member that resumes in
+// time gets its unacked messages in its replay, and the group has them
+// not given to anyone else; it is a member again afterwards.
+func TestResumeLoadBalancedUnackedReplayedOnResume(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/jobs2"
+	a, b, aData, aIDs := lbSplit(t, s, topic)
+	drop(t, s, a)
+	publishN(t, s, topic, 10, 2) // a is away: both go to b
+	for i := int64(10); i < 12; i++ {
+		m := b.ExpectFields("type", "message", "data", i)
+		b.Send("type", "ack", "msgId", m.Map["msgId"])
+	}
+	a2, f := lbWorker(t, s, topic, "a", true)
+	if rs, _ := f.Map["restoredSubscriptions"].([]any); len(rs) != 1 {
+		t.Fatalf("restoredSubscriptions = %v", f.Map["restoredSubscriptions"])
+	}
+	a2.ExpectFields("type", "replayStart", "count", int64(3))
+	for i := range aData {
+		m := a2.ExpectFields("type", "message", "isReplay", true)
+		if asInt(t, m.Map["data"]) != aData[i] || m.Map["msgId"] != aIDs[i] {
+			t.Fatalf("replayed %d = %s, want data %d msgId %s", i, m, aData[i], aIDs[i])
+		}
+	}
+	a2.ExpectFields("type", "replayEnd", "replayed", int64(3), "complete", true)
+	b.ExpectNothing(200 * time.Millisecond)
+
+	publishN(t, s, topic, 20, 2) // one each again
+	got := 0
+	for _, p := range []*testpeer.Peer{a2, b} {
+		if m := p.ExpectFields("type", "message"); m.Map["isReplay"] == nil {
+			got++
+		}
+	}
+	if got != 2 {
+		t.Fatal("live messages after the resume not split between the members")
+	}
+	if st := s.Stats().Resume; st.GivenBack != 0 || st.Replays[0] != 1 {
+		t.Fatalf("resume stats = %+v, want one complete replay and nothing given back", st)
+	}
+}
+
+// TestResumeLoadBalancedLostWithoutMember: with no other member on the
+// node, the unacked messages of an expired member are counted as lost.
+func TestResumeLoadBalancedLostWithoutMember(t *testing.T) {
+	s := resumeOn(t, 300*time.Millisecond)
+	const topic = "demo/general/jobs3"
+	a, _ := lbWorker(t, s, topic, "a", false)
+	publishN(t, s, topic, 0, 1)
+	m := a.ExpectFields("type", "message", "data", int64(0))
+	a.Send("type", "ack", "msgId", m.Map["msgId"])
+	expectPong(t, a)
+	publishN(t, s, topic, 1, 2)
+	a.ExpectFields("type", "message", "data", int64(1))
+	a.ExpectFields("type", "message", "data", int64(2))
+	drop(t, s, a)
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Lost == 2 })
+	if st := s.Stats().Resume; st.GivenBack != 0 {
+		t.Fatalf("resume stats = %+v", st)
+	}
+}

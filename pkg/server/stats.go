@@ -12,6 +12,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
 
@@ -107,6 +108,9 @@ type Stats struct {
 	WebSocketConns int64
 	// MQTTConns is the open connections of the MQTT listener (OpenedMQTT).
 	MQTTConns int64
+	// Resume holds the resumable sessions' counters; Resume.Parked of the
+	// hub's Connections are parked sessions, which hold no socket.
+	Resume resume.Stats
 }
 
 // instruments holds the server's counters and its readiness checks. The zero
@@ -127,7 +131,7 @@ type instruments struct {
 func (s *Server) Stats() Stats {
 	o := &s.obs
 	st := Stats{Hub: s.hub.Stats(), Stats: s.proto.Stats(), ReceivedBytes: o.bytesIn.Load(),
-		WebSocketConns: max(o.ws.Load(), 0), MQTTConns: max(o.mqtt.Load(), 0)}
+		WebSocketConns: max(o.ws.Load(), 0), MQTTConns: max(o.mqtt.Load(), 0), Resume: s.proto.ResumeStats()}
 	for i := range st.Handshakes {
 		st.Handshakes[i] = o.handshakes[i].Load()
 	}

@@ -20,13 +20,18 @@ type ResumeConfig struct {
 	Expiry      time.Duration
 	MaxSessions int
 	MaxBytes    int
+	// MaxMessages (STORE_MAX_MESSAGES) bounds the messages kept per
+	// session and MaxAge (STORE_TTL_SECONDS) every session's expiry; 0 for
+	// no bound (resume.Config).
+	MaxMessages int
+	MaxAge      time.Duration
 }
 
 // newRegistry returns the registry of resumable sessions on h. It always
 // exists, as any token may ask for one, and costs nothing unused.
 func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Registry {
 	return resume.New(resume.Config{Expiry: cfg.Expiry, MaxSessions: cfg.MaxSessions, MaxBytes: cfg.MaxBytes,
-		IdleTimeout: idle}, h)
+		MaxMessages: cfg.MaxMessages, MaxAge: cfg.MaxAge, IdleTimeout: idle}, h)
 }
 
 // State.resume bits.
@@ -114,16 +119,18 @@ func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub
 	switch {
 	case rs == nil:
 	case rs.parked == nil:
+		p.resume.CountReplay(rs.reason)
 		out.Write(Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, 0)})
 		out.Write(Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil,
 			&wire.ReplayEnd{Complete: false, Reason: rs.reason})})
 	default:
-		p.resume.Replay(c, rs.parked, writeReplay)
+		p.resume.Replay(c, rs.parked, p.writeReplay)
 	}
 }
 
 // writeReplay writes the replay of missed to c, on c's worker.
-func writeReplay(c *hub.Conn, missed []resume.Missed, reason string) {
+func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, reason string) {
+	p.resume.CountReplay(reason)
 	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
 	for _, m := range missed {
 		c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
@@ -141,3 +148,6 @@ func (p *Protocol) parkOnClose(c *hub.Conn) bool {
 
 // ResumeLen returns the sessions kept while disconnected.
 func (p *Protocol) ResumeLen() int { return p.resume.Len() }
+
+// ResumeStats returns the resumable sessions' counters.
+func (p *Protocol) ResumeStats() resume.Stats { return p.resume.Stats() }
