@@ -130,6 +130,7 @@ func brokerStats(b any) func() metrics.BrokerStats {
 		return metrics.BrokerStats{Published: s.Published, Dropped: s.Dropped, Received: s.Received,
 			Duplicates: s.Duplicates, Malformed: s.Malformed, Reconnects: s.Reconnects,
 			StateWrites: s.StateWrites, StateDropped: s.StateDropped, StateErrors: s.StateErrors,
-			StateMalformed: s.StateMalformed, StatePurged: s.Purged, StateRejoins: s.Rejoins, NodesDown: s.NodesDown}
+			StateMalformed: s.StateMalformed, StatePurged: s.Purged, StateRejoins: s.Rejoins, NodesDown: s.NodesDown,
+			RetainedRecaptured: s.Recaptured, RetainedUnkept: s.Unkept}
 	}
 }

@@ -76,6 +76,10 @@ type BrokerStats struct {
 	StateWrites, StateDropped, StateErrors, StateMalformed, StatePurged, StateRejoins uint64
 	// NodesDown counts the other nodes judged stopped.
 	NodesDown uint64
+	// RetainedRecaptured counts own retained publishes made before the
+	// node followed the retained stream and stored afterwards;
+	// RetainedUnkept those that could not be stored (natsbroker.Stats).
+	RetainedRecaptured, RetainedUnkept uint64
 }
 
 // NewRegistry returns a registry with kraken's collector and the Go runtime
@@ -264,6 +268,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.brokerState, bs.StatePurged, "purged")
 		counter(d.brokerState, bs.StateRejoins, "rejoin")
 		counter(d.brokerNodesDown, bs.NodesDown)
+		counter(d.brokerRetained, bs.RetainedRecaptured, "recaptured")
+		counter(d.brokerRetained, bs.RetainedUnkept, "unkept")
 	}
 
 	// The user's systems.

@@ -397,3 +397,42 @@ func TestParkedSessionsAreCountedApart(t *testing.T) {
 		t.Errorf("resume_replays_total{result=session_expired} = %v, want 0", v)
 	}
 }
+
+// TestBrokerCountersLandOnTheirLabels: each counter a broker backend
+// reports (Sources.BrokerStats) is exported under its own metric and label.
+func TestBrokerCountersLandOnTheirLabels(t *testing.T) {
+	b := start(t)
+	bs := metrics.BrokerStats{Published: 1, Dropped: 2, Received: 3, Duplicates: 4, Malformed: 5, Reconnects: 6,
+		StateWrites: 7, StateDropped: 8, StateErrors: 9, StateMalformed: 10, StatePurged: 11, StateRejoins: 12,
+		NodesDown: 13, RetainedRecaptured: 14, RetainedUnkept: 15}
+	reg := metrics.NewRegistry(metrics.Sources{Server: b.srv, BrokerBackend: "nats", Version: "test",
+		BrokerStats: func() metrics.BrokerStats { return bs }})
+	hs := httptest.NewServer(metrics.Handler(reg))
+	t.Cleanup(hs.Close)
+	fams := (&broker{metrics: hs.URL}).scrape(t)
+	for _, c := range []struct {
+		name  string
+		label []string
+		want  float64
+	}{
+		{"kraken_broker_messages_total", []string{"direction", "out"}, 1},
+		{"kraken_broker_dropped_total", []string{"direction", "out"}, 2},
+		{"kraken_broker_messages_total", []string{"direction", "in"}, 3},
+		{"kraken_broker_discarded_total", []string{"kind", "duplicate"}, 4},
+		{"kraken_broker_discarded_total", []string{"kind", "malformed"}, 5},
+		{"kraken_broker_reconnects_total", nil, 6},
+		{"kraken_broker_state_total", []string{"kind", "write"}, 7},
+		{"kraken_broker_state_total", []string{"kind", "dropped"}, 8},
+		{"kraken_broker_state_total", []string{"kind", "error"}, 9},
+		{"kraken_broker_state_total", []string{"kind", "malformed"}, 10},
+		{"kraken_broker_state_total", []string{"kind", "purged"}, 11},
+		{"kraken_broker_state_total", []string{"kind", "rejoin"}, 12},
+		{"kraken_broker_nodes_down_total", nil, 13},
+		{"kraken_broker_retained_total", []string{"kind", "recaptured"}, 14},
+		{"kraken_broker_retained_total", []string{"kind", "unkept"}, 15},
+	} {
+		if got := value(t, fams, c.name, c.label...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.label, got, c.want)
+		}
+	}
+}

@@ -478,7 +478,11 @@ func (b *Broker) stop(goodbye bool) error {
 		}
 		c.Close()
 	}
-	<-stopped
+	b.state.waitStopped(time.Second)
+	select {
+	case <-stopped:
+	case <-time.After(time.Second): // ended by the closed connection
+	}
 	return nil
 }
 

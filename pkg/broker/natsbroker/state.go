@@ -72,7 +72,8 @@ type shared struct {
 	stop    chan struct{} // closed by shutdown
 	ready   chan struct{} // closed once the initial values are in, or state is off
 	wg      sync.WaitGroup
-	once    sync.Once // closes ready
+	bg      sync.WaitGroup // watchers being stopped after shutdown
+	once    sync.Once      // closes ready
 
 	mu        sync.Mutex
 	kv        jetstream.KeyValue // nil until set up
@@ -439,11 +440,15 @@ func (s *shared) runWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
 	for {
 		select {
 		case <-s.stop:
-			if updates == nil {
-				cancel()
-				return
+			cancel()
+			if updates != nil {
+				// Unsubscribing asks the server to delete the watch's
+				// consumer, which waits for a server that may be going
+				// away too: off the shutdown's path. Closing the
+				// connection ends it (Broker.stop waits for it then).
+				s.bg.Add(1)
+				go func() { defer s.bg.Done(); s.stopWatcher(w, cancel) }()
 			}
-			s.stopWatcher(w, cancel)
 			return
 		case e, ok := <-updates:
 			if !ok {
@@ -665,9 +670,32 @@ func (s *shared) waitReady(d time.Duration) {
 	}
 }
 
+// waitStopped waits, at most d, for the goroutines that shutdown left in a
+// NATS call: they end once the connection is closed.
+func (s *shared) waitStopped(d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	waitGroup(ctx, &s.wg)
+	waitGroup(ctx, &s.bg)
+}
+
+// waitGroup waits for wg until ctx ends, and reports whether wg finished.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // shutdown stops the goroutines. With goodbye, it then deletes this node's
 // liveness key (the others call HandleNodeDown and forget its keys) and its
-// other keys, within StateTimeout in all; what is left the others purge.
+// other keys. Both within StateTimeout in all; what is left the others
+// purge. A goroutine still in a NATS call past it is left to end when the
+// connection is closed (waitStopped).
 func (s *shared) shutdown(goodbye bool) {
 	s.mu.Lock()
 	if s.closing {
@@ -677,7 +705,14 @@ func (s *shared) shutdown(goodbye bool) {
 	s.closing = true
 	s.mu.Unlock()
 	close(s.stop)
-	s.wg.Wait()
+	// One budget for the goroutines to stop and the goodbye: a KV call in
+	// flight to a NATS that is going away must not hold the node's exit
+	// (what is left the others purge).
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.StateTimeout)
+	defer cancel()
+	if !waitGroup(ctx, &s.wg) {
+		return
+	}
 	s.mu.Lock()
 	kv, keys := s.kv, make([]string, 0, len(s.own)+len(s.desired))
 	for k := range s.own {
@@ -694,8 +729,6 @@ func (s *shared) shutdown(goodbye bool) {
 	if !goodbye || kv == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.StateTimeout)
-	defer cancel()
 	if err := kv.Delete(ctx, s.selfKey); err != nil {
 		return
 	}
