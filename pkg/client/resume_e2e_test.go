@@ -215,3 +215,22 @@ func TestResumeExpiredSessionReplaysNothing(t *testing.T) {
 	e.messages(t, 5, 1, false, seen)
 	nothing(t, e.events, 200*time.Millisecond)
 }
+
+// TestResumeRetainedNotDuplicated: a retained message published while the
+// subscriber was cut off arrives once, replayed; the client's
+// re-subscription after the resume does not bring it again.
+func TestResumeRetainedNotDuplicated(t *testing.T) {
+	e := newResumeEnv(t, time.Minute)
+	seen := map[string]bool{}
+	e.cut(t)
+	if err := e.alice.Publish(ctxT(t), topic, 0, client.Retain()); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.Release()
+	e.messages(t, 0, 1, true, seen)
+	e.replayEnd(t, client.ReplayInfo{Count: 1, Replayed: 1, Complete: true})
+	waitFor(t, "the reconnect's OnConnect", func() bool { return e.connects.Load() == 2 })
+	e.publish(t, 1, 1)
+	e.messages(t, 1, 1, false, seen)
+	nothing(t, e.events, 200*time.Millisecond)
+}
