@@ -113,6 +113,7 @@ type Client struct {
 	lobbies  map[string]bool
 	lobbyW   map[string][]*lobbyReq
 	replay   replayState
+	handled  handled
 	disp     *dispatcher
 	started  bool
 
@@ -603,10 +604,19 @@ func (c *Client) shift(m map[string][]chan error, k string) {
 }
 
 func (c *Client) onMessage(f *inFrame) {
+	// A replayed copy of a message handed to a handler already (its ack
+	// was lost with the connection) is acked again, not handled again.
+	key := handledKey{f.topic, f.msgID}
+	track := f.requiresAck && f.msgID != ""
 	c.mu.Lock()
 	var h Handler
 	if s := c.subs[f.topic]; s != nil {
 		h = s.handler
+	}
+	dup := track && f.isReplay && c.handled.has(key)
+	if dup {
+		c.replay.dups++
+		h = nil
 	}
 	c.mu.Unlock()
 	meta := Meta{Topic: f.topic, SourceTopic: f.sourceTopic, MsgID: f.msgID, Filter: f.filter,
@@ -625,12 +635,17 @@ func (c *Client) onMessage(f *inFrame) {
 		}
 		return
 	}
-	c.disp.deliver(func() {
+	queued := c.disp.deliver(func() {
 		h(data, meta)
 		if ack {
 			c.acks.add(meta.MsgID, c.opts.AckBatchSize)
 		}
 	})
+	if queued && track {
+		c.mu.Lock()
+		c.handled.add(key)
+		c.mu.Unlock()
+	}
 }
 
 func (c *Client) onSubscribed(f *inFrame) {

@@ -79,13 +79,16 @@
 // (ReplaySessionExpired, ReplaySessionTakenOver, ReplayBacklogLimit) when
 // the gap is not covered. Its re-subscriptions to restored topics are
 // answered `subscribed` and change nothing else on kraken: one
-// subscription, no second replay. Replayed messages carry requiresAck and
-// are acknowledged like the others, so a message acked is not replayed
-// again by a later resume; one whose ack was lost with the connection is
-// replayed (at least once), with IsReplay set and its original MsgID. A
-// first Connect (no reconnect:true) starts afresh: the broker drops a
-// session kept for the identity. Without ClientID an actor has one
-// resumable session, held by its first live connection.
+// subscription, no second replay, no retained message again. Replayed
+// messages carry requiresAck and are acknowledged like the others, so a
+// message acked is not replayed again by a later resume. One the client
+// handled but whose ack had not reached the broker when the connection
+// went is replayed (at-least-once); the client knows it by topic and msgId
+// among the latest 512 it handled, acks it again and does not hand it to
+// the handler twice (ReplayInfo.Duplicates counts it). A first Connect
+// (no reconnect:true) starts afresh: the broker drops a session kept for
+// the identity. Without ClientID an actor has one resumable session, held
+// by its first live connection.
 //
 // The callbacks OnConnect, OnDisconnect, OnReconnecting and OnError report
 // these events. A heartbeat (an empty binary frame) is sent every 30 s

@@ -440,13 +440,13 @@ func TestFakeClientIDAndReplayFrames(t *testing.T) {
 	fc2.send("type", "message", "topic", "demo/general/a", "data", 3, "msgId", "m3")
 	expect("message 1 m1 replay=true")
 	expect("message 2 m2 replay=true")
-	expect("replay {Count:2 Replayed:2 Complete:true Reason:}")
+	expect("replay {Count:2 Replayed:2 Complete:true Reason: Duplicates:0}")
 	expect("message 3 m3 replay=false")
 
 	// An incomplete replay; then the original broker's replayEnd{replayed}.
 	fc2.send("type", "replayStart", "count", 0)
 	fc2.send("type", "replayEnd", "replayed", 0, "count", 0, "complete", false, "reason", "session_expired")
-	expect("replay {Count:0 Replayed:0 Complete:false Reason:session_expired}")
+	expect("replay {Count:0 Replayed:0 Complete:false Reason:session_expired Duplicates:0}")
 	fc2.send("type", "replayEnd", "replayed", 1)
-	expect("replay {Count:1 Replayed:1 Complete:true Reason:}")
+	expect("replay {Count:1 Replayed:1 Complete:true Reason: Duplicates:0}")
 }

@@ -32,6 +32,12 @@ type ReplayInfo struct {
 	// ReplaySessionTakenOver, ReplayBacklogLimit, or another string a newer
 	// broker sends; "" when Complete.
 	Reason string
+	// Duplicates is the number of replayed messages this client had
+	// handed to a handler already, on the connection that dropped, before
+	// the broker got its ack (at-least-once: docs/protocol.md, "Messages
+	// sent before the drop"). They are acked again but not handed to the
+	// handlers a second time; Replayed counts them.
+	Duplicates int
 }
 
 // Reasons of an incomplete replay (ReplayInfo.Reason), as kraken sends them
@@ -53,10 +59,51 @@ const (
 	ReplayBacklogLimit = "backlog_limit"
 )
 
-// replayState is the replayStart seen on the current connection (Client.mu).
+// replayState is the replayStart seen on the current connection and the
+// duplicates skipped since (Client.mu).
 type replayState struct {
 	started bool
 	count   int
+	dups    int
+}
+
+// handledWindow is how many of the latest messages carrying requiresAck
+// the client remembers having handed to a handler, to know a replayed copy
+// of one. Of what a connection was sent and its client did not ack,
+// kraken replays at most the newest hub.TapMax (256).
+const handledWindow = 512
+
+// handled remembers the latest messages handed to a handler, by topic and
+// msgId (Client.mu).
+type handled struct {
+	set  map[handledKey]struct{}
+	ring []handledKey
+	next int
+}
+
+type handledKey struct{ topic, msgID string }
+
+// add remembers k, forgetting the oldest past handledWindow.
+func (h *handled) add(k handledKey) {
+	if h.set == nil {
+		h.set = make(map[handledKey]struct{}, 64)
+	}
+	if _, ok := h.set[k]; ok {
+		return
+	}
+	if len(h.ring) < handledWindow {
+		h.ring = append(h.ring, k)
+	} else {
+		delete(h.set, h.ring[h.next])
+		h.ring[h.next] = k
+		h.next = (h.next + 1) % handledWindow
+	}
+	h.set[k] = struct{}{}
+}
+
+func (h *handled) has(k handledKey) bool {
+	_, ok := h.set[k]
+	return ok
 }
 
 // onReplayStart notes the count announced by replayStart.
@@ -73,7 +120,8 @@ func (c *Client) onReplayEnd(f *inFrame) {
 	rs := c.replay
 	c.replay = replayState{}
 	c.mu.Unlock()
-	info := ReplayInfo{Count: f.replayed, Replayed: f.replayed, Complete: f.complete || !f.hasComplete, Reason: f.reason}
+	info := ReplayInfo{Count: f.replayed, Replayed: f.replayed, Complete: f.complete || !f.hasComplete,
+		Reason: f.reason, Duplicates: rs.dups}
 	switch {
 	case rs.started:
 		info.Count = rs.count
