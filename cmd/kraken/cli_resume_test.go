@@ -110,6 +110,7 @@ func TestReplayLine(t *testing.T) {
 		{client.ReplayInfo{Count: 50, Replayed: 50, Complete: true}, "replayed 50 of 50 missed messages (complete)"},
 		{client.ReplayInfo{Count: 1, Replayed: 1, Complete: true}, "replayed 1 of 1 missed message (complete)"},
 		{client.ReplayInfo{Reason: client.ReplaySessionExpired}, "replayed 0 of 0 missed messages (incomplete: session_expired)"},
+		{client.ReplayInfo{Count: 3, Replayed: 3, Complete: true, Duplicates: 1}, "replayed 3 of 3 missed messages (complete, 1 already printed)"},
 		{client.ReplayInfo{Count: 7, Replayed: 7, Reason: "backlog_limit\x1b[2J"}, `replayed 7 of 7 missed messages (incomplete: backlog_limit\x1b[2J)`},
 	} {
 		if got := replayLine(c.r); got != c.want {

@@ -151,7 +151,8 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 }
 
 // replayLine describes the end of a replay: "replayed 50 of 50 missed
-// messages (complete)", or "(incomplete: REASON)".
+// messages (complete)", or "(incomplete: REASON)", with ", N already
+// printed" for replayed copies of messages printed before the drop.
 func replayLine(r client.ReplayInfo) string {
 	state := "complete"
 	if !r.Complete {
@@ -160,6 +161,9 @@ func replayLine(r client.ReplayInfo) string {
 			reason = "no reason given"
 		}
 		state = "incomplete: " + printable(reason)
+	}
+	if r.Duplicates > 0 {
+		state += fmt.Sprintf(", %d already printed", r.Duplicates)
 	}
 	noun := "messages"
 	if r.Count == 1 {
