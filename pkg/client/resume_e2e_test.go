@@ -212,7 +212,7 @@ func TestResumeAckedReplayNotReplayedAgain(t *testing.T) {
 // session_expired, nothing published meanwhile is replayed, and the
 // client's re-subscription makes the subscription again for live traffic.
 func TestResumeExpiredSessionReplaysNothing(t *testing.T) {
-	e := newResumeEnv(t, 100*time.Millisecond)
+	e := newResumeEnv(t, 500*time.Millisecond) // long enough for cut to see it parked
 	seen := map[string]bool{}
 	e.cut(t)
 	e.publish(t, 0, 5) // collected, then let go of with the session
