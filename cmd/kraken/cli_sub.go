@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,11 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 	}
 	if *resume && *clientID == "" {
 		return cliUsage(stderr, fs, "sub", errors.New("--resume needs a --client-id"))
+	}
+	idSet := false
+	fs.Visit(func(f *flag.Flag) { idSet = idSet || f.Name == "client-id" })
+	if idSet && !*resume {
+		return cliUsage(stderr, fs, "sub", errors.New("--client-id is the session's identity of --resume: pass --resume too"))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

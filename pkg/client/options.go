@@ -117,9 +117,10 @@ type Options struct {
 	// handlers of the replayed messages that came before it: on a
 	// reconnect that resumed a session (see the package documentation,
 	// "Reconnects"), and on one that found no session to resume
-	// (Complete false, Reason ReplaySessionExpired). kraken sends the
-	// replay before it answers the reconnect's re-subscriptions, so
-	// OnReplay runs before that reconnect's OnConnect.
+	// (Complete false, Reason ReplaySessionExpired). kraken starts the
+	// replay right after the auth reply, so OnReplay usually runs before
+	// that reconnect's OnConnect (which waits for the answers to the
+	// re-subscriptions), but the order is not guaranteed.
 	OnReplay func(ReplayInfo)
 }
 
