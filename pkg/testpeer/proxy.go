@@ -72,19 +72,6 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Conns returns the number of open client connections (held or proxied).
-func (p *Proxy) Conns() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for c := range p.conns {
-		if _, up := c.(*upstreamConn); !up {
-			n++
-		}
-	}
-	return n
-}
-
 // upstreamConn marks a connection to the server in Proxy.conns.
 type upstreamConn struct{ net.Conn }
 
