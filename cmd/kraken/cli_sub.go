@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +17,11 @@ import (
 )
 
 // runSub is `kraken sub TOPIC...`: it subscribes to each topic and prints
-// one line per message until interrupted (or --count messages).
+// one line per message until interrupted (or --count messages). With
+// --resume it sends --client-id as the session's clientId, so a broker with
+// resumable sessions replays what it missed while reconnecting (printed
+// marked, then a "replayed N of M" status line; docs/protocol.md
+// "Resumable sessions").
 func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs, cf := newCLIFlags("sub", "sub [flags] TOPIC...\n\n"+
 		"Subscribes to each TOPIC and prints one line per message until interrupted:\n"+
@@ -24,12 +29,21 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		"or, with --json, one JSON object per line:\n"+
 		"  {\"topic\":...,\"data\":...,\"sender\":...,\"timestamp\":...,\"msgId\":...}\n"+
 		"Status lines go to standard error. Example:\n"+
-		"  kraken sub --token dev-token-bob demo/general/messages", lookup, stderr)
+		"  kraken sub --token dev-token-bob demo/general/messages\n\n"+
+		"With --resume, against a broker with resumable sessions (RESUME_SESSIONS=true),\n"+
+		"the session (identity: the token's actor and --client-id) survives a dropped\n"+
+		"connection: after reconnecting, the messages missed meanwhile are printed\n"+
+		"first, marked [replay] (\"isReplay\":true with --json), then a status line:\n"+
+		"  kraken sub: replayed 50 of 50 missed messages (complete)\n"+
+		"  kraken sub: replayed 0 of 0 missed messages (incomplete: session_expired)\n"+
+		"Give each concurrent --resume subscriber of one token its own --client-id.", lookup, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per message")
 	group := fs.String("load-balance", "", "join this load-balanced group: each message goes to one member")
 	var filters stringList
 	fs.Var(&filters, "filter", "only receive messages published with this filter (repeatable)")
 	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
+	resume := fs.Bool("resume", false, "resume the session after a dropped connection: replay what was missed (needs a broker with RESUME_SESSIONS=true and --qos 1 or 2)")
+	clientID := fs.String("client-id", "kraken-sub", "the session's client id with --resume (sent as clientId)")
 	pos, code, done := parseCommand(stderr, fs, cf, "sub", args, func(pos []string) error {
 		if len(pos) == 0 {
 			return errors.New("want at least one TOPIC")
@@ -41,6 +55,17 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 	}
 	if *count < 0 {
 		return cliUsage(stderr, fs, "sub", errors.New("--count must not be negative"))
+	}
+	if *resume && cf.qos < 1 {
+		return cliUsage(stderr, fs, "sub", errors.New("--resume needs --qos 1 or 2: the broker keeps nothing missed at QoS 0"))
+	}
+	if *resume && *clientID == "" {
+		return cliUsage(stderr, fs, "sub", errors.New("--resume needs a --client-id"))
+	}
+	idSet := false
+	fs.Visit(func(f *flag.Flag) { idSet = idSet || f.Name == "client-id" })
+	if idSet && !*resume {
+		return cliUsage(stderr, fs, "sub", errors.New("--client-id is the session's identity of --resume: pass --resume too"))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,7 +94,16 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		fmt.Fprintf(stderr, format+"\n", a...)
 	}
 	connected := false
+	var id string
+	if *resume {
+		id = *clientID
+	}
 	c, err := cf.connect(ctx, client.Options{
+		ClientID: id,
+		// A replay can come on any reconnect to a broker with resumable
+		// sessions (without --resume, the actor's one session), so it is
+		// always reported.
+		OnReplay:     func(r client.ReplayInfo) { say("kraken sub: %s", replayLine(r)) },
 		OnDisconnect: func(err error) { say("kraken sub: connection lost: %v", err) },
 		OnReconnecting: func(n int, d time.Duration) {
 			say("kraken sub: reconnecting in %s (attempt %d)", d.Round(time.Millisecond), n)
@@ -103,6 +137,9 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 	if len(filters) > 0 {
 		opts = append(opts, client.WithFilters(filters...))
 	}
+	if *resume && *group != "" {
+		say("kraken sub: note: a load-balanced subscription is restored on resuming but replays nothing (its messages go to the group's other members)")
+	}
 	for _, topic := range pos {
 		if err := c.Subscribe(ctx, topic, handler, opts...); err != nil {
 			if ctx.Err() != nil {
@@ -117,6 +154,28 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		return cliFail(stderr, "sub", err)
 	}
 	return exitOK
+}
+
+// replayLine describes the end of a replay: "replayed 50 of 50 missed
+// messages (complete)", or "(incomplete: REASON)", with ", N already
+// printed" for replayed copies of messages printed before the drop.
+func replayLine(r client.ReplayInfo) string {
+	state := "complete"
+	if !r.Complete {
+		reason := r.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		state = "incomplete: " + printable(reason)
+	}
+	if r.Duplicates > 0 {
+		state += fmt.Sprintf(", %d already printed", r.Duplicates)
+	}
+	noun := "messages"
+	if r.Count == 1 {
+		noun = "message"
+	}
+	return fmt.Sprintf("replayed %d of %d missed %s (%s)", r.Replayed, r.Count, noun, state)
 }
 
 // subPrinter writes one line per message.
@@ -168,6 +227,9 @@ func (p *subPrinter) print(data client.Data, meta client.Meta) {
 	extra := ""
 	if meta.Filter != "" {
 		extra = " [filter " + meta.Filter + "]"
+	}
+	if meta.IsReplay {
+		extra += " [replay]"
 	}
 	fmt.Fprintf(p.w, "[%s] %s %s%s: %s\n", ts.Local().Format("15:04:05.000"), printable(topic), printable(sender), printable(extra), printable(string(js)))
 }

@@ -26,9 +26,16 @@ type cliEnv struct {
 	t   *testing.T
 	bin string
 	url string
+	srv *server.Server
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	return newCLIEnvWith(t, nil)
+}
+
+// newCLIEnvWith is newCLIEnv with cfg changing the broker's Config.
+func newCLIEnvWith(t *testing.T, cfg func(*server.Config)) *cliEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -42,7 +49,11 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: tokens, RecordMessages: true, Hub: hub.Config{Workers: 2}})
+	sc := server.Config{Addr: "127.0.0.1:0", Auth: tokens, RecordMessages: true, Hub: hub.Config{Workers: 2}}
+	if cfg != nil {
+		cfg(&sc)
+	}
+	srv, err := server.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +66,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 		_ = srv.Shutdown(ctx)
 		_ = tokens.Close()
 	})
-	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws"}
+	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws", srv: srv}
 }
 
 // run runs the binary to completion.

@@ -31,11 +31,18 @@ type broker struct {
 	auth *static.Static
 	srv  *server.Server
 	addr string
+	cfg  func(*server.Config) // changes the defaults of start; nil for none
 }
 
 // startBroker starts a broker on addr ("127.0.0.1:0" for a random port)
 // and stops it when the test ends.
 func startBroker(t testing.TB, addr string) *broker {
+	t.Helper()
+	return startBrokerWith(t, addr, nil)
+}
+
+// startBrokerWith is startBroker with cfg changing the server's Config.
+func startBrokerWith(t testing.TB, addr string, cfg func(*server.Config)) *broker {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
@@ -45,7 +52,7 @@ func startBroker(t testing.TB, addr string) *broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &broker{t: t, auth: st}
+	b := &broker{t: t, auth: st, cfg: cfg}
 	b.start(addr)
 	t.Cleanup(func() { b.stop(); _ = st.Close() })
 	return b
@@ -53,7 +60,11 @@ func startBroker(t testing.TB, addr string) *broker {
 
 func (b *broker) start(addr string) {
 	b.t.Helper()
-	srv, err := server.New(server.Config{Addr: addr, Auth: b.auth, RecordMessages: true, Hub: hub.Config{Workers: 2}})
+	cfg := server.Config{Addr: addr, Auth: b.auth, RecordMessages: true, Hub: hub.Config{Workers: 2}}
+	if b.cfg != nil {
+		b.cfg(&cfg)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}

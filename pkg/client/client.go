@@ -59,7 +59,8 @@ type Info struct {
 	// none).
 	ProtocolVersion int
 	// RestoredSubscriptions is the broker's restoredSubscriptions list, as
-	// raw MessagePack (empty unless the auth backend lists subscriptions).
+	// raw MessagePack: the subscriptions of a resumed session (see
+	// ReplayInfo) and those the auth backend lists; empty otherwise.
 	RestoredSubscriptions Data
 }
 
@@ -80,7 +81,9 @@ type Meta struct {
 	Sender, FromType string
 	// Timestamp is when the broker accepted the publish; zero if unknown.
 	Timestamp time.Time
-	// IsReplay marks a message replayed from storage.
+	// IsReplay marks a message replayed from storage: on kraken, a message
+	// missed while disconnected and replayed, with its original MsgID,
+	// after a reconnect resumed the session (see ReplayInfo).
 	IsReplay bool
 }
 
@@ -109,6 +112,8 @@ type Client struct {
 	presW    []*presenceReq
 	lobbies  map[string]bool
 	lobbyW   map[string][]*lobbyReq
+	replay   replayState
+	handled  handled
 	disp     *dispatcher
 	started  bool
 
@@ -293,6 +298,7 @@ func (c *Client) install(cn *conn, info Info) error {
 		return ErrClosed
 	}
 	c.cn, c.info, c.status = cn, info, StatusConnected
+	c.replay = replayState{}
 	c.wg.Add(2)
 	go c.readLoop(cn)
 	go c.pingLoop(cn)
@@ -580,6 +586,10 @@ func (c *Client) handleFrame(f *inFrame) {
 		c.mu.Unlock()
 	case "error":
 		c.onErrorFrame(f)
+	case "replayStart":
+		c.onReplayStart(f)
+	case "replayEnd":
+		c.onReplayEnd(f)
 	case "presence", "presenceList", "lobbySubscribed", "lobbyUnsubscribed", "lobbyPresenceList", "lobbyPresence":
 		c.onPresenceFrame(f)
 	}
@@ -594,10 +604,19 @@ func (c *Client) shift(m map[string][]chan error, k string) {
 }
 
 func (c *Client) onMessage(f *inFrame) {
+	// A replayed copy of a message handed to a handler already (its ack
+	// was lost with the connection) is acked again, not handled again.
+	key := handledKey{f.topic, f.msgID}
+	track := f.requiresAck && f.msgID != ""
 	c.mu.Lock()
 	var h Handler
 	if s := c.subs[f.topic]; s != nil {
 		h = s.handler
+	}
+	dup := track && f.isReplay && c.handled.has(key)
+	if dup {
+		c.replay.dups++
+		h = nil
 	}
 	c.mu.Unlock()
 	meta := Meta{Topic: f.topic, SourceTopic: f.sourceTopic, MsgID: f.msgID, Filter: f.filter,
@@ -616,12 +635,17 @@ func (c *Client) onMessage(f *inFrame) {
 		}
 		return
 	}
-	c.disp.deliver(func() {
+	queued := c.disp.deliver(func() {
 		h(data, meta)
 		if ack {
 			c.acks.add(meta.MsgID, c.opts.AckBatchSize)
 		}
 	})
+	if queued && track {
+		c.mu.Lock()
+		c.handled.add(key)
+		c.mu.Unlock()
+	}
 }
 
 func (c *Client) onSubscribed(f *inFrame) {

@@ -95,7 +95,7 @@ func (c *Client) dial(ctx context.Context, reconnect bool) (*conn, Info, error) 
 
 // authenticate sends the auth frame and reads frames until the auth reply.
 func (c *Client) authenticate(cn *conn, reconnect bool) (Info, error) {
-	if err := cn.write(authFrame(c.token, c.opts.ProjectID, c.opts.ProtocolVersion, reconnect)); err != nil {
+	if err := cn.write(authFrame(c.token, c.opts.ProjectID, c.opts.ClientID, c.opts.ProtocolVersion, reconnect)); err != nil {
 		return Info{}, fmt.Errorf("client: send auth: %w", err)
 	}
 	rd := &wsutil.Reader{Source: cn.br, State: ws.StateClientSide, MaxFrameSize: maxInbound}

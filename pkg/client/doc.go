@@ -59,8 +59,36 @@
 // topic with the options it was subscribed with (QoS, load-balance group,
 // the current filters), re-subscribes its lobbies and sends its presence
 // again, and then runs OnConnect. A token the broker refuses
-// (access_denied) stops the reconnecting. Messages published while the client was
-// disconnected are not delivered: by default kraken keeps no backlog.
+// (access_denied) stops the reconnecting. Messages published while the
+// client was disconnected are not delivered: by default kraken keeps no
+// backlog.
+//
+// A broker with resumable sessions (kraken with RESUME_SESSIONS=true, or a
+// token with persistentSession; docs/protocol.md "Resumable sessions") keeps
+// a dropped connection's session, keyed by the actor and Options.ClientID
+// (sent as `clientId` in every auth frame), for its expiry (120 s by
+// default). The reconnect's auth (reconnect:true) then gets the session's
+// subscriptions back in Info.RestoredSubscriptions and, before anything
+// else, the messages its QoS ≥ 1 subscriptions (not load-balanced) missed:
+// replayStart, each missed message with its original msgId and
+// Meta.IsReplay set, then replayEnd. The client hands the replayed messages
+// to their topics' handlers like any message, in order and before the live
+// ones (the broker holds the live ones until the replay is out and never
+// repeats a replayed msgId), and reports the replayEnd to Options.OnReplay
+// as a ReplayInfo: Replayed and Count, and Complete false with a Reason
+// (ReplaySessionExpired, ReplaySessionTakenOver, ReplayBacklogLimit) when
+// the gap is not covered. Its re-subscriptions to restored topics are
+// answered `subscribed` and change nothing else on kraken: one
+// subscription, no second replay, no retained message again. Replayed
+// messages carry requiresAck and are acknowledged like the others, so a
+// message acked is not replayed again by a later resume. One the client
+// handled but whose ack had not reached the broker when the connection
+// went is replayed (at-least-once); the client knows it by topic and msgId
+// among the latest 512 it handled, acks it again and does not hand it to
+// the handler twice (ReplayInfo.Duplicates counts it). A first Connect
+// (no reconnect:true) starts afresh: the broker drops a session kept for
+// the identity. Without ClientID an actor has one resumable session, held
+// by its first live connection.
 //
 // The callbacks OnConnect, OnDisconnect, OnReconnecting and OnError report
 // these events. A heartbeat (an empty binary frame) is sent every 30 s

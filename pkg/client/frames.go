@@ -28,6 +28,8 @@ type inFrame struct {
 	presence                            []byte
 	filters                             []byte
 	reason                              string
+	count, replayed                     int  // replayStart, replayEnd
+	hasCount, complete, hasComplete     bool // replayStart, replayEnd
 }
 
 // parseFrame decodes a non-empty binary frame holding one msgpack map.
@@ -114,6 +116,14 @@ func parseFrame(b []byte) (*inFrame, error) {
 			f.filters = v
 		case "reason":
 			f.reason, _ = str(v)
+		case "count":
+			n, ok := number(v)
+			f.count, f.hasCount = int(n), ok
+		case "replayed":
+			n, _ := number(v)
+			f.replayed = int(n)
+		case "complete":
+			f.complete, f.hasComplete = boolean(v), msgp.NextType(v) == msgp.BoolType
 		}
 	}
 	if f.typ == "" {
@@ -202,13 +212,19 @@ func (e *mapEnc) bytes() []byte {
 
 func newFrame(typ string) *mapEnc { return new(mapEnc).str("type", typ) }
 
-func authFrame(token, projectID string, version int, reconnect bool) []byte {
+// authFrame is {type:"auth", token, protocolVersion, reconnect?:true,
+// projectId?, clientId?} (protocol.md §2; clientId: docs/protocol.md
+// "Resumable sessions").
+func authFrame(token, projectID, clientID string, version int, reconnect bool) []byte {
 	e := newFrame("auth").str("token", token).int("protocolVersion", version)
 	if reconnect {
 		e.boolean("reconnect", true)
 	}
 	if projectID != "" {
 		e.str("projectId", projectID)
+	}
+	if clientID != "" {
+		e.str("clientId", clientID)
 	}
 	return e.bytes()
 }

@@ -34,6 +34,14 @@ type Options struct {
 	ProtocolVersion int
 	// ProjectID is sent in the auth frame for the broker's logs; optional.
 	ProjectID string
+	// ClientID names this client's session, sent as `clientId` in every
+	// auth frame when not "". A broker with resumable sessions (kraken's
+	// RESUME_SESSIONS, docs/protocol.md "Resumable sessions"; protocol.md
+	// Appendix A, kraken_session) keys a session by the actor plus this id,
+	// which it keeps only [A-Za-z0-9_-] of and cuts at 64 characters. Give
+	// each device or process of one token its own stable ClientID: without
+	// one, only the actor's first live connection is resumable.
+	ClientID string
 
 	// DisableReconnect turns automatic reconnection off: a lost connection
 	// leaves the client disconnected (Connect may be called again, and
@@ -105,6 +113,15 @@ type Options struct {
 	// OnLobbyPresence receives lobby presence events (protocol.md §7.4);
 	// needs a broker with presence.
 	OnLobbyPresence func(LobbyPresenceEvent)
+	// OnReplay runs once per `replayEnd` the broker sends, after the
+	// handlers of the replayed messages that came before it: on a
+	// reconnect that resumed a session (see the package documentation,
+	// "Reconnects"), and on one that found no session to resume
+	// (Complete false, Reason ReplaySessionExpired). kraken starts the
+	// replay right after the auth reply, so OnReplay usually runs before
+	// that reconnect's OnConnect (which waits for the answers to the
+	// re-subscriptions), but the order is not guaranteed.
+	OnReplay func(ReplayInfo)
 }
 
 func (o *Options) setDefaults() {

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -390,4 +391,62 @@ func TestFakePresenceFrames(t *testing.T) {
 	fc2.auth("reconnect", true)
 	fc2.expect("lobbySubscribe", "lobbyId", "lobby1")
 	fc2.expect("presence", "roomId", "general", "data", map[string]any{"name": "bob"})
+}
+
+// TestFakeClientIDAndReplayFrames: Options.ClientID goes as clientId in the
+// auth frame of the connect and of every reconnect; replayed messages reach
+// their topic's handler in order with IsReplay, and each replayEnd is
+// reported to OnReplay after them, with replayStart's count, complete and
+// reason (a replayEnd without complete, the original broker's, counts as
+// complete).
+func TestFakeClientIDAndReplayFrames(t *testing.T) {
+	s := newFakeServer(t)
+	events := make(chan string, 16) // handler and OnReplay, in the order they ran
+	c := client.New("dev-token-bob", client.Options{URL: s.url(), ClientID: "bobs-phone",
+		ReconnectDelay: time.Millisecond, ReconnectJitter: -1, HeartbeatInterval: -1, DisableAutoAck: true,
+		OnReplay: func(r client.ReplayInfo) { events <- fmt.Sprintf("replay %+v", r) }})
+	t.Cleanup(func() { _ = c.Close() })
+	h := func(d client.Data, m client.Meta) {
+		events <- fmt.Sprintf("message %s %s replay=%v", d, m.MsgID, m.IsReplay)
+	}
+	expect := func(want string) {
+		t.Helper()
+		if got := recv(t, events); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	done := async(func() error { return c.Connect(context.Background()) })
+	fc := s.accept()
+	fc.auth("token", "dev-token-bob", "clientId", "bobs-phone", "reconnect", nil)
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	res := async(func() error { return c.Subscribe(context.Background(), "demo/general/a", h) })
+	fc.expect("subscribe", "topic", "demo/general/a", "qos", 1)
+	fc.send("type", "subscribed", "topic", "demo/general/a")
+	if err := recv(t, res); err != nil {
+		t.Fatal(err)
+	}
+
+	fc.drop()
+	fc2 := s.accept()
+	fc2.auth("token", "dev-token-bob", "clientId", "bobs-phone", "reconnect", true)
+	fc2.send("type", "replayStart", "count", 2)
+	fc2.send("type", "message", "topic", "demo/general/a", "data", 1, "msgId", "m1", "requiresAck", true, "isReplay", true)
+	fc2.send("type", "message", "topic", "demo/general/a", "data", 2, "msgId", "m2", "requiresAck", true, "isReplay", true)
+	fc2.send("type", "replayEnd", "replayed", 2, "count", 2, "complete", true)
+	fc2.expect("subscribe", "topic", "demo/general/a", "qos", 1)
+	fc2.send("type", "subscribed", "topic", "demo/general/a")
+	fc2.send("type", "message", "topic", "demo/general/a", "data", 3, "msgId", "m3")
+	expect("message 1 m1 replay=true")
+	expect("message 2 m2 replay=true")
+	expect("replay {Count:2 Replayed:2 Complete:true Reason: Duplicates:0}")
+	expect("message 3 m3 replay=false")
+
+	// An incomplete replay; then the original broker's replayEnd{replayed}.
+	fc2.send("type", "replayStart", "count", 0)
+	fc2.send("type", "replayEnd", "replayed", 0, "count", 0, "complete", false, "reason", "session_expired")
+	expect("replay {Count:0 Replayed:0 Complete:false Reason:session_expired Duplicates:0}")
+	fc2.send("type", "replayEnd", "replayed", 1)
+	expect("replay {Count:1 Replayed:1 Complete:true Reason: Duplicates:0}")
 }

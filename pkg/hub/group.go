@@ -14,6 +14,8 @@ type member struct {
 	g       *group
 	pos     int
 	reply   []byte
+	// noRetained: SubSpec.NoRetained, no retained message on joining.
+	noRetained bool
 }
 
 // group is one shared subscription: a group name and a routing key. Each

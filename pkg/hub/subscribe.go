@@ -34,7 +34,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
-		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply}
+		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, noRetained: spec.NoRetained}
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
 }
 

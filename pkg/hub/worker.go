@@ -150,7 +150,9 @@ func (w *worker) handle(o *op) {
 			}
 		}
 		w.reply(o.member.c, o.member.reply)
-		w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters, 0)
+		if !o.member.noRetained {
+			w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters, 0)
+		}
 	case opMemberRemove:
 		if w.grp.remove(o.member) {
 			w.h.stats.groups.Add(-1)

@@ -59,6 +59,9 @@ type Live struct {
 	ID     string
 	expiry time.Duration
 	specs  []Spec
+	// restored is the patterns a resume restored on the connection that
+	// its client has not subscribed to again yet (Restored, Resubscribe).
+	restored map[string]struct{}
 }
 
 // Parked is a session kept after its connection dropped.
@@ -240,6 +243,43 @@ func (r *Registry) Subscribed(c *hub.Conn, spec *hub.SubSpec) {
 		}
 	}
 	l.specs = append(l.specs, s)
+}
+
+// Restored notes patterns as subscriptions a resume restored on c, before
+// its client may subscribe to them again (see Resubscribe).
+func (r *Registry) Restored(c *hub.Conn, patterns []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.byConn[c]
+	if l == nil || len(patterns) == 0 {
+		return
+	}
+	if l.restored == nil {
+		l.restored = make(map[string]struct{}, len(patterns))
+	}
+	for _, p := range patterns {
+		l.restored[p] = struct{}{}
+	}
+}
+
+// Resubscribe reports whether pattern is a subscription restored on c by
+// a resume that c's client has not subscribed to again, and makes it no
+// longer one. That first subscribe again (the Go SDK re-subscribes all
+// after a reconnect) must get no retained message: the client got it when
+// it first subscribed, and a newer one is in the replay (docs/protocol.md
+// "Resumable sessions"). Later subscribes are plain ones.
+func (r *Registry) Resubscribe(c *hub.Conn, pattern string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.byConn[c]
+	if l == nil {
+		return false
+	}
+	if _, ok := l.restored[pattern]; !ok {
+		return false
+	}
+	delete(l.restored, pattern)
+	return true
 }
 
 // Unsubscribed forgets c's subscription to pattern.

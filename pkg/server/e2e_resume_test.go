@@ -467,3 +467,38 @@ func TestResumeLoadBalancedLostWithoutMember(t *testing.T) {
 		t.Fatalf("resume stats = %+v", st)
 	}
 }
+
+// TestResumeResubscribeGetsNoRetained: a client that subscribes again to
+// its restored topics after resuming (the Go SDK does) gets `subscribed`
+// and nothing else: not the retained message it got when it first
+// subscribed, nor a second copy of the newer one that is in the replay.
+// The same holds for a load-balanced subscription, restored without a
+// replay.
+func TestResumeResubscribeGetsNoRetained(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic, lbTopic = "demo/general/resub", "demo/general/resub-lb"
+	alice := authed(t, s, "dev-token-alice")
+	for _, tp := range []string{topic, lbTopic} {
+		alice.Send("type", "publish", "topic", tp, "data", 1, "retain", true, "msgRef", "r1"+tp)
+		alice.ExpectFields("type", "published")
+	}
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic, "qos", 1)
+	bob.ExpectFields("type", "message", "topic", topic, "data", 1)
+	subscribe(t, bob, lbTopic, "qos", 1, "loadBalance", true)
+	bob.ExpectFields("type", "message", "topic", lbTopic, "data", 1)
+	drop(t, s, bob)
+	alice.Send("type", "publish", "topic", topic, "data", 2, "retain", true, "msgRef", "r2")
+	alice.ExpectFields("type", "published")
+
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob2, 2, 1, true)
+	bob2.ExpectNothing(100 * time.Millisecond) // the restored load-balanced subscription gets no retained either
+	subscribe(t, bob2, topic, "qos", 1)
+	subscribe(t, bob2, lbTopic, "qos", 1, "loadBalance", true)
+	bob2.ExpectNothing(200 * time.Millisecond)
+
+	// Subscribing once more is a plain subscribe again: the retained message comes.
+	subscribe(t, bob2, topic, "qos", 1)
+	bob2.ExpectFields("type", "message", "topic", topic, "data", 2)
+}

@@ -93,6 +93,11 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 			LoadBalanceGroup: s.Group, Filters: s.Filters})
 		p.resume.Subscribed(st.Conn, s)
 	}
+	names := make([]string, len(*restored))
+	for i, r := range *restored {
+		names[i] = r.Name
+	}
+	p.resume.Restored(st.Conn, names)
 	return &resumed{parked: pk}
 }
 

@@ -50,6 +50,9 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 		spec.LoadBalance = true
 		spec.Group = groupName(g, res.AppID, cmd.LoadBalanceGroup)
 	}
+	if st.resume&resumeLive != 0 && p.resume.Resubscribe(c, spec.Pattern) {
+		spec.NoRetained = true // a restored subscription: its retained message came before the drop or is in the replay
+	}
 	spec.Reply = out.Frame(Reply{Kind: KindSubscribed, Payload: wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance)})
 	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
 		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
