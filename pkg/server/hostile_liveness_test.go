@@ -48,20 +48,21 @@ func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 	// reading a pong.
 	ping := compiled(ws.NewPingFrame(bytes.Repeat([]byte{'p'}, 125)))
 	burst := bytes.Repeat(ping, 1000)
+	// The close is decided when the queue passes the bound and counted
+	// when the worker gets to it; the reader meanwhile drops the flooder's
+	// pings, so writing stops at a generous bound and the count is waited
+	// for.
 	sent := 0
-	for s.Hub().Stats().SlowConsumers == 0 {
-		if sent >= 200_000 {
-			t.Fatalf("no slow consumer after %d pings (%d bytes of pongs owed)", sent, sent*127)
-		}
+	for s.Hub().Stats().SlowConsumers == 0 && sent < 200_000 {
 		_ = flooder.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if _, err := flooder.Conn.Write(burst); err != nil {
 			break // the server already closed the socket
 		}
 		sent += 1000
 	}
-	t.Logf("closed as a slow consumer after about %d pings (%d KiB of pongs)", sent, sent*127>>10)
-	expectClosedBy(t, flooder.Conn, flooder.Conn, 10*time.Second)
+	t.Logf("stopped writing after %d pings (%d KiB of pongs owed)", sent, sent*127>>10)
 	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().SlowConsumers == 1 })
+	expectClosedBy(t, flooder.Conn, flooder.Conn, 10*time.Second)
 
 	// Everyone else is served as before.
 	expectPong(t, bystander)
