@@ -8,7 +8,7 @@ import (
 
 // writeUsage writes the -h text: how settings combine and one row per Var.
 func writeUsage(out io.Writer) {
-	fmt.Fprintln(out, "Usage: kraken [flags]")
+	fmt.Fprintln(out, "Settings of kraken serve (the broker):")
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Every setting comes from its environment variable or its flag; a flag wins over")
 	fmt.Fprintln(out, "the environment, and an empty variable counts as unset. Boolean flags may be given")
