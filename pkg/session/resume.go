@@ -36,9 +36,17 @@ func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Regis
 
 // State.resume bits.
 const (
-	resumeLive uint8 = 1 << iota // the connection is its resumable session's live one
-	resumeTap                    // its client acks: its unacked deliveries are kept (hub.Conn.StartTap)
+	resumeLive  uint8 = 1 << iota // the connection is its resumable session's live one
+	resumeTap                     // its client acks: its unacked deliveries are kept (hub.Conn.StartTap)
+	resumeNever                   // its transport keeps no session (NotResumable)
 )
+
+// NotResumable makes the connection of st never resumable, whatever
+// RESUME_SESSIONS and its token say: its transport cannot resume a session
+// (the MQTT listener, clean sessions only, docs/mqtt.md), so none is kept
+// for it, and it holds none that a WebSocket connection of the same actor
+// could want. Call it before the connection authenticates.
+func (st *State) NotResumable() { st.resume |= resumeNever }
 
 // noteAck keeps, from a resumable connection's first ack on, its unacked
 // deliveries, so that those lost in flight when it drops are replayed.
@@ -65,7 +73,7 @@ type resumed struct {
 // kept for it: its subscriptions are added to restored (those not there
 // already). Called during auth, before the reply.
 func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, restored *[]wire.Restored) *resumed {
-	if !p.cfg.Resume.Enabled && !g.PersistentSession {
+	if !p.cfg.Resume.Enabled && !g.PersistentSession || st.resume&resumeNever != 0 {
 		return nil
 	}
 	id := resume.Identity(g.ActorTokenID, cmd.ClientID)

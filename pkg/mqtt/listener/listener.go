@@ -140,6 +140,7 @@ func (l *Listener) onPrepare(nc netpoll.Connection) context.Context {
 		return st
 	}
 	st.nc = sock
+	st.NotResumable() // clean sessions only (doc.go)
 	st.Conn = l.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseOpen)
 	c := st.Conn

@@ -334,3 +334,52 @@ func TestInflightWindowFull(t *testing.T) {
 	m.expectClosed()
 	waitFor(t, func() bool { return n.ws.Stats().Hub.SlowConsumers == 1 })
 }
+
+// TestMQTTSessionsAreNotKept: with RESUME_SESSIONS on, an MQTT connection
+// is still a clean session: nothing is parked when it drops, and it does
+// not hold its actor's resumable session, so a WebSocket connection of the
+// same actor is resumable beside it.
+func TestMQTTSessionsAreNotKept(t *testing.T) {
+	n := startNode(t, func(c *server.Config) {
+		c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute}
+	})
+	m := dial(t, n.mqttAddr())
+	m.send(connectPkt(30, "anyone", "dev-token-bob"))
+	m.expect(0x20)
+	m.send(subscribePkt(1, "demo/general/mqtt-only"))
+	m.expect(0x90)
+
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-bob")
+	ws.Send("type", "subscribe", "topic", topic, "qos", 1)
+	ws.ExpectFields("type", "subscribed")
+
+	_ = m.c.Close()
+	_ = ws.Conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for n.ws.Stats().Resume.Parked != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("parked sessions = %d, want the WebSocket one only", n.ws.Stats().Resume.Parked)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the MQTT close is handled too
+	if p := n.ws.Stats().Resume.Parked; p != 1 {
+		t.Fatalf("parked sessions = %d after both closed, want 1 (the WebSocket one)", p)
+	}
+	ws2 := testpeer.Dial(t, n.wsAddr())
+	f := ws2.Auth("dev-token-bob", "reconnect", true)
+	rs, _ := f.Map["restoredSubscriptions"].([]any)
+	if r, _ := firstOf(rs).(map[string]any); len(rs) != 1 || r["name"] != topic {
+		t.Fatalf("restoredSubscriptions = %v, want the WebSocket connection's %s", f.Map["restoredSubscriptions"], topic)
+	}
+	ws2.ExpectFields("type", "replayStart")
+	ws2.ExpectFields("type", "replayEnd", "complete", true)
+}
+
+func firstOf(s []any) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[0]
+}
