@@ -379,6 +379,15 @@ func (e *env) resume(ctx context.Context) error {
 	e.rep.add("resume_connect_errors", "connection errors", "", float64(connErrs), lower)
 	e.rep.add("resume_live_missed", "live connections that missed a message", "", float64(short), lower)
 
+	gcOK := cfg.ForceGC && cfg.MetricsURL != ""
+	var parkedGC ResumePoint
+	if gcOK && parked > 0 {
+		if parkedGC, gcOK = e.collectAndSample("parked-gc", parked, sample); gcOK && parkedGC.HeapInuse > 0 {
+			e.rep.add("resume_heap_parked_gc", "broker heap in use with every session parked, after two forced collections", "B", float64(parkedGC.HeapInuse), lower)
+			e.rep.add("resume_heap_parked_gc_per_session", "(that − heap in use at the start) / sessions", "B/session", float64(parkedGC.HeapInuse-p0.HeapInuse)/float64(parked), lower)
+			e.rep.add("resume_rss_parked_gc", "broker RSS then", "B", float64(parkedGC.RSS), lower)
+		}
+	}
 	if cfg.Missed > 0 {
 		for i := 0; i < cfg.Missed; i++ {
 			for ti := range topics {
@@ -396,7 +405,13 @@ func (e *env) resume(ctx context.Context) error {
 		if parked > 0 {
 			e.rep.add("resume_rss_missed_per_session", "RSS growth per parked session from those messages", "B/session", float64(pm.RSS-full.RSS)/float64(parked), lower)
 			if pm.HeapInuse > 0 && full.HeapInuse > 0 {
-				e.rep.add("resume_heap_missed_per_session", "heap growth per parked session from those messages", "B/session", float64(pm.HeapInuse-full.HeapInuse)/float64(parked), lower)
+				e.rep.add("resume_heap_missed_per_session", "heap growth per parked session from those messages (before a collection: garbage included)", "B/session", float64(pm.HeapInuse-full.HeapInuse)/float64(parked), lower)
+			}
+		}
+		if gcOK && parkedGC.HeapInuse > 0 && parked > 0 {
+			if pg, ok := e.collectAndSample("missed-gc", parked, sample); ok {
+				e.rep.add("resume_heap_missed_gc_per_session", "heap growth per parked session from those messages, after two forced collections", "B/session", float64(pg.HeapInuse-parkedGC.HeapInuse)/float64(parked), lower)
+				e.rep.add("resume_rss_missed_gc", "broker RSS then", "B", float64(pg.RSS), lower)
 			}
 		}
 	}
@@ -555,6 +570,20 @@ func (e *env) waitDrops(ctx context.Context, fds int, authed int64) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// collectAndSample makes the broker collect twice (a sync.Pool keeps its
+// objects through one collection) and samples; ok false when it could not.
+func (e *env) collectAndSample(phase string, parked int, sample func(string, int) ResumePoint) (ResumePoint, bool) {
+	u := strings.TrimSuffix(e.cfg.MetricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
+	for i := 0; i < 2; i++ {
+		if err := forceGC(u); err != nil {
+			e.rep.note("forced collection: %v", err)
+			return ResumePoint{}, false
+		}
+	}
+	time.Sleep(time.Second)
+	return sample(phase, parked), true
 }
 
 // forceGC asks the broker for a heap profile after a collection

@@ -102,9 +102,9 @@ func startKraken(t *testing.T, expiry time.Duration, maxSessions int) (url, metr
 }
 
 func TestSmokeResume(t *testing.T) {
-	url, murl, pid := startKraken(t, 2*time.Second, 0)
+	url, murl, pid := startKraken(t, 8*time.Second, 0)
 	r := run(t, Config{URL: url, Scenario: "resume", N: 30, Batch: 12, Procs: 2, Live: 1, Missed: 2,
-		Probe: 3, Expiry: 2 * time.Second, Linger: 200 * time.Millisecond, ForceGC: true,
+		Probe: 3, Expiry: 8 * time.Second, Linger: 200 * time.Millisecond, ForceGC: true,
 		Settle: 100 * time.Millisecond, SteadyMax: 5 * time.Second, MetricsURL: murl, PID: pid, Spawn: testSpawn})
 	wantEq(t, r, "resume_sessions", 30)
 	wantEq(t, r, "resume_batches", 3)
@@ -124,10 +124,12 @@ func TestSmokeResume(t *testing.T) {
 	wantPositive(t, r, "resume_heap_gc")
 	wantPositive(t, r, "resume_heap_gc2")
 	wantPositive(t, r, "resume_heap_reconnect_gc")
-	// start, then live and parked per batch, missed, expired, later,
-	// after-gc, after-gc2, reconnect-gc
-	if got := len(r.Resume); got != 1+2*3+6 {
-		t.Errorf("resume points = %d, want 13: %+v", got, r.Resume)
+	wantPositive(t, r, "resume_heap_parked_gc")
+	metric(t, r, "resume_heap_missed_gc_per_session")
+	// start, then live and parked per batch, parked-gc, missed,
+	// missed-gc, expired, later, after-gc, after-gc2, reconnect-gc
+	if got := len(r.Resume); got != 1+2*3+8 {
+		t.Errorf("resume points = %d, want 15: %+v", got, r.Resume)
 	}
 	for _, p := range r.Resume {
 		if p.Phase == "parked" && p.Held != p.Parked {
