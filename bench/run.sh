@@ -26,6 +26,20 @@
 # and the NATS messages per publish counted on the NATS server.
 # BENCH_MAX_DISTURBANCE=C takes the medians over the rounds in which other
 # processes and the hypervisor (steal) took at most C cores.
+#
+# BENCH_ONLY=resume (not run by default) is kraken alone with
+# RESUME_SESSIONS=true: N resumable sessions (smoke 300, short 20,000, full
+# 100,000; BENCH_RESUME_N) parked in batches of BENCH_RESUME_BATCH (smoke
+# 100, short 5,000, full 10,000) from 2 client processes, the broker's RSS
+# and heap (its /metrics on ADMIN_ADDR=127.0.0.1:BENCH_ADMIN_PORT, default
+# KPORT+1) sampled after each batch, then after RESUME_EXPIRY_SECONDS
+# (BENCH_RESUME_EXPIRY: smoke 10, short 60, full 120, the default; it must
+# outlast the parking of every batch), BENCH_RESUME_LINGER
+# (smoke 2s, short 20s, full 60s) later and after a forced collection.
+# BENCH_RESUME_MISSED=M publishes M messages per topic to the parked
+# sessions; BENCH_RESUME_MAX_SESSIONS and BENCH_RESUME_MAX_BYTES set
+# RESUME_MAX_SESSIONS and RESUME_MAX_BYTES (the run is then named
+# resume-cap<N> / resume-bytes<B>); BENCH_RESUME_ARGS adds loadgen flags.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -35,6 +49,7 @@ OUT=${BENCH_OUT:-bench/out/$SIZE}
 KPORT=${BENCH_KRAKEN_PORT:-18080}
 BPORT=${BENCH_BASELINE_PORT:-18090}
 APORT=${BENCH_AUTHSVC_PORT:-18070}
+ADPORT=${BENCH_ADMIN_PORT:-$((KPORT + 1))}
 NPORT=${BENCH_NATS_PORT:-14222}
 NHPORT=${BENCH_NATS_HTTP_PORT:-18222}
 mkdir -p "$BIN" "$OUT"
@@ -63,8 +78,10 @@ fi
 
 BROKER_PID=""
 AUTHSVC_PID=""
-# KRAKEN_AUTH is the auth setting kraken starts with.
+# KRAKEN_AUTH is the auth setting kraken starts with; KRAKEN_EXTRA more
+# settings of one case.
 KRAKEN_AUTH=(AUTH_ALLOW_ALL=true)
+KRAKEN_EXTRA=()
 
 stop_broker() {
 	if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
@@ -134,7 +151,7 @@ start_broker() {
 	fi
 	case $name in
 	kraken)
-		env "${KRAKEN_AUTH[@]}" RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn \
+		env "${KRAKEN_AUTH[@]}" RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn "${KRAKEN_EXTRA[@]}" \
 			"$KRAKEN" >"$log" 2>&1 &
 		;;
 	baseline)
@@ -465,6 +482,60 @@ wait_quiet() {
 	echo "waited $((SECONDS - t0)) s for a quiet machine: ${busy}% of a core busy or stolen (limit ${limit}%)" >>"$log"
 }
 
+# resume: kraken alone, N resumable sessions parked in batches, until they
+# expire; see the header.
+RESUME_TABLE=""
+if only resume; then
+	case $SIZE in
+	smoke) rn=300 rb=100 rexp=10 rlinger=2s rsettle=200ms ;;
+	short) rn=20000 rb=5000 rexp=60 rlinger=20s rsettle=1s ;;
+	full) rn=100000 rb=10000 rexp=120 rlinger=60s rsettle=2s ;;
+	esac
+	rn=${BENCH_RESUME_N:-$rn}
+	rb=${BENCH_RESUME_BATCH:-$rb}
+	rexp=${BENCH_RESUME_EXPIRY:-$rexp}
+	rlinger=${BENCH_RESUME_LINGER:-$rlinger}
+	rmissed=${BENCH_RESUME_MISSED:-0}
+	name=resume
+	KRAKEN_EXTRA=(RESUME_SESSIONS=true RESUME_EXPIRY_SECONDS="$rexp" ADMIN_ADDR="127.0.0.1:$ADPORT")
+	if [ -n "${BENCH_RESUME_MAX_SESSIONS:-}" ]; then
+		KRAKEN_EXTRA+=(RESUME_MAX_SESSIONS="$BENCH_RESUME_MAX_SESSIONS")
+		name=$name-cap$BENCH_RESUME_MAX_SESSIONS
+	fi
+	if [ -n "${BENCH_RESUME_MAX_BYTES:-}" ]; then
+		KRAKEN_EXTRA+=(RESUME_MAX_BYTES="$BENCH_RESUME_MAX_BYTES")
+		name=$name-bytes$BENCH_RESUME_MAX_BYTES
+	fi
+	[ "$rmissed" != 0 ] && name=$name-missed$rmissed
+	read -r -a rextra <<<"${BENCH_RESUME_ARGS:-}"
+	echo "$name: kraken ${KRAKEN_EXTRA[*]}; $rn sessions in batches of $rb from 2 processes, $rmissed missed per topic, linger $rlinger" >>"$ENVF"
+	echo "== $name: kraken ($rn sessions, batches of $rb, expiry ${rexp}s)" >&2
+	rm -f "$OUT/kraken-$name.json"
+	if port_open "$ADPORT"; then
+		echo "port $ADPORT is already in use by another process; set BENCH_ADMIN_PORT" >&2
+		FAILED+=("kraken-$name")
+	elif start_broker kraken "$OUT/kraken-$name.broker.log"; then
+		if "$BIN/loadgen" --url "ws://127.0.0.1:$KPORT/ws" --pid "$BROKER_PID" --label kraken \
+			--scenario resume -n "$rn" --batch "$rb" --procs 2 --concurrency 64 --settle "$rsettle" \
+			--expiry "${rexp}s" --linger "$rlinger" --force-gc --missed "$rmissed" \
+			--metrics-url "http://127.0.0.1:$ADPORT/metrics" "${rextra[@]}" \
+			--json "$OUT/kraken-$name.json" --md "$OUT/kraken-$name.md" \
+			>/dev/null 2> >(tee "$OUT/kraken-$name.log" >&2); then
+			RESUME_TABLE=$OUT/kraken-$name.md
+		else
+			FAILED+=("kraken-$name")
+		fi
+		if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+			echo "kraken exited during $name; see $OUT/kraken-$name.broker.log" >&2
+			FAILED+=("kraken-$name (broker exited)")
+		fi
+	else
+		FAILED+=("kraken-$name")
+	fi
+	stop_broker
+	KRAKEN_EXTRA=()
+fi
+
 # cluster: fanout and latency to CN subscribers from CPROCS client
 # processes against each setup, BENCH_REPS rounds, the setups alternating
 # within each round; every run has fresh brokers (and a fresh NATS server).
@@ -598,7 +669,7 @@ fi
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
 fi
-if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
+if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ]; then
 	echo
 	cat "$ENVF"
 fi
@@ -623,6 +694,12 @@ if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
 		echo
 		cat "$COUT/summary.quiet.md"
 	fi
+fi
+if [ -n "$RESUME_TABLE" ]; then
+	echo
+	echo "resume: kraken alone; $RESUME_TABLE"
+	echo
+	cat "$RESUME_TABLE"
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "failed: ${FAILED[*]}" >&2

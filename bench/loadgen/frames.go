@@ -39,6 +39,39 @@ func authPayload(token string) []byte {
 	return msgp.AppendString(b, token)
 }
 
+// resumeAuthPayload is an auth frame with a clientId (the session's
+// identity with the actor, for resumable sessions) and, for a reconnect,
+// reconnect:true.
+func resumeAuthPayload(token, clientID string, reconnect bool) []byte {
+	n := uint32(3)
+	if reconnect {
+		n++
+	}
+	b := msgp.AppendMapHeader(nil, n)
+	b = msgp.AppendString(b, "type")
+	b = msgp.AppendString(b, "auth")
+	b = msgp.AppendString(b, "token")
+	b = msgp.AppendString(b, token)
+	b = msgp.AppendString(b, "clientId")
+	b = msgp.AppendString(b, clientID)
+	if reconnect {
+		b = msgp.AppendString(b, "reconnect")
+		b = msgp.AppendBool(b, true)
+	}
+	return b
+}
+
+// subscribeQoSPayload is a subscribe frame with a qos.
+func subscribeQoSPayload(topic string, qos int) []byte {
+	b := msgp.AppendMapHeader(nil, 3)
+	b = msgp.AppendString(b, "type")
+	b = msgp.AppendString(b, "subscribe")
+	b = msgp.AppendString(b, "topic")
+	b = msgp.AppendString(b, topic)
+	b = msgp.AppendString(b, "qos")
+	return msgp.AppendInt(b, qos)
+}
+
 func subscribePayload(topic string) []byte {
 	b := msgp.AppendMapHeader(nil, 2)
 	b = msgp.AppendString(b, "type")

@@ -1,12 +1,12 @@
 // Command loadgen measures a broker that speaks the kraken wire protocol at
 // a WebSocket URL: memory per idle connection, fan-out throughput,
-// publish-to-delivery latency, connection rate, a reconnect storm and a
-// steady multi-topic stream. It speaks only the wire protocol, so it
+// publish-to-delivery latency, connection rate, a reconnect storm, a
+// steady multi-topic stream and the memory of parked resumable sessions. It speaks only the wire protocol, so it
 // measures any broker that implements it.
 //
 // Usage:
 //
-//	loadgen --scenario idle|fanout|latency|connect|storm|stream --url ws://HOST:PORT/ws [flags]
+//	loadgen --scenario idle|fanout|latency|connect|storm|stream|resume --url ws://HOST:PORT/ws [flags]
 //	loadgen table --names kraken,baseline a1.json b1.json [a2.json b2.json ...]
 //	loadgen median --out m.json run1.json run2.json run3.json
 //
@@ -53,7 +53,7 @@ func runMain(args []string) int {
 	fs.IntVar(&cfg.Tokens, "tokens", 0, "distinct tokens: with K > 1 connection g sends TOKEN-<g mod K> (K >= n: one each); 0 or 1: TOKEN for all")
 	fs.StringVar(&cfg.AuthStats, "auth-stats", "", "connect: URL of the auth service's counters (bench/authsvc GET /stats), read before and after")
 	fs.StringVar(&cfg.Topic, "topic", "demo/general/bench", "topic (idle also uses TOPIC/2; stream uses TOPIC/0..TOPIC/T-1)")
-	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect, storm or stream")
+	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect, storm, stream or resume")
 	fs.IntVar(&cfg.N, "n", 1000, "subscriber connections")
 	fs.IntVar(&cfg.Procs, "procs", 1, "child processes to split the connections over (each with source address 127.0.0.(2+i)); 1 = in this process")
 	fs.StringVar(&cfg.SourceIP, "source-ip", "", "local address when --procs is 1")
@@ -67,6 +67,14 @@ func runMain(args []string) int {
 	fs.DurationVar(&cfg.Settle, "settle", 2*time.Second, "idle: wait before each RSS sample; storm: how long the RSS must hold within 1% to count as steady")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "storm: storms in a row (reset all connections, reconnect all)")
 	fs.DurationVar(&cfg.SteadyMax, "steady-max", 60*time.Second, "storm: longest wait for a steady RSS")
+	fs.IntVar(&cfg.Batch, "batch", 10000, "resume: sessions connected and reset per batch (at most what the broker's descriptors allow)")
+	fs.IntVar(&cfg.Live, "live", 1, "resume: messages per topic delivered to each connection before its reset")
+	fs.IntVar(&cfg.Missed, "missed", 0, "resume: messages per topic published to the parked sessions")
+	fs.DurationVar(&cfg.Expiry, "expiry", 0, "resume: the broker's RESUME_EXPIRY_SECONDS; wait that long after the last reset and sample again (0 = do not wait)")
+	fs.DurationVar(&cfg.Linger, "linger", 0, "resume: keep sampling this long after the expiry (every 10 s)")
+	fs.IntVar(&cfg.Probe, "probe", 10, "resume: reconnect this many of the oldest and of the newest sessions with reconnect:true to check what the broker kept")
+	fs.StringVar(&cfg.MetricsURL, "metrics-url", "", "resume: the broker's Prometheus endpoint (kraken: http://ADMIN_ADDR/metrics) for its heap and the sessions it holds")
+	fs.BoolVar(&cfg.ForceGC, "force-gc", false, "resume: at the end, make the broker collect (GET /debug/pprof/heap?gc=1 beside --metrics-url) and sample once more")
 	fs.IntVar(&cfg.Topics, "topics", 10, "stream: topics")
 	fs.IntVar(&cfg.Subs, "subs", 0, "stream: subscribers per topic (default n/topics)")
 	fs.IntVar(&cfg.Publishers, "publishers", 4, "stream: publisher connections")

@@ -57,6 +57,8 @@ type Report struct {
 	KernelSlabs []SlabSlope `json:"kernel_slabs,omitempty"`
 	// Storms are the rounds of the storm scenario.
 	Storms []StormRound `json:"storms,omitempty"`
+	// Resume are the samples of the resume scenario.
+	Resume []ResumePoint `json:"resume_points,omitempty"`
 	// Repetitions is the number of runs a median report combines.
 	Repetitions int      `json:"repetitions,omitempty"`
 	Notes       []string `json:"notes,omitempty"`
@@ -78,6 +80,12 @@ func newReport(cfg Config) *Report {
 			"publishers": cfg.Publishers, "concurrency": cfg.Concurrency, "topic": cfg.Topic,
 			"rounds": cfg.Rounds, "tokens": cfg.Tokens,
 		},
+	}
+	if cfg.Scenario == "resume" {
+		for k, v := range map[string]any{"batch": cfg.Batch, "live": cfg.Live, "missed": cfg.Missed,
+			"expiry": cfg.Expiry.String(), "linger": cfg.Linger.String(), "probe": cfg.Probe, "metrics_url": cfg.MetricsURL, "force_gc": cfg.ForceGC} {
+			r.Params[k] = v
+		}
 	}
 	if len(cfg.SubURLs) > 0 {
 		r.Params["sub_urls"] = cfg.SubURLs
@@ -148,6 +156,21 @@ func writeMarkdown(w io.Writer, r *Report) {
 			b := func(v int64) string { return formatValue(Metric{Unit: "B", Value: float64(v)}) }
 			fmt.Fprintf(w, "| %d | %s ms | %d | %s | %s | %s | %s | %s / %s |\n", i+1, sig(s.TotalMs), s.Errors,
 				b(s.RSSBefore), b(s.RSSPeak), b(s.RSSEnd), b(s.RSSAfter), group(float64(s.FDsPeak)), group(float64(s.FDsAfter)))
+		}
+	}
+	if len(r.Resume) > 0 {
+		fmt.Fprintf(w, "\n| phase | time | sessions parked | held | RSS | heap in use | broker fds | TCP sockets (machine) | slab (machine) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b := func(v int64) string { return formatValue(Metric{Unit: "B", Value: float64(v)}) }
+		for _, p := range r.Resume {
+			held, heap := "", ""
+			if p.Held >= 0 {
+				held = group(float64(p.Held))
+			}
+			if p.HeapInuse > 0 {
+				heap = b(p.HeapInuse)
+			}
+			fmt.Fprintf(w, "| %s | %.1f s | %s | %s | %s | %s | %s | %s | %s |\n", p.Phase, p.AtSec, group(float64(p.Parked)), held, b(p.RSS), heap,
+				group(float64(p.FDs)), group(float64(p.TCPInUse)), b(p.Slab))
 		}
 	}
 	for _, n := range r.Notes {
@@ -373,6 +396,8 @@ func scenarioTitle(r *Report) string {
 		return fmt.Sprintf("connect %s%s", group(num("n")), tokensTitle(num("tokens"), num("n")))
 	case "storm":
 		return fmt.Sprintf("storm %s", group(num("n")))
+	case "resume":
+		return fmt.Sprintf("resume %s parked", group(num("n")))
 	case "stream":
 		subs := num("subs")
 		if subs == 0 && num("topics") > 0 {

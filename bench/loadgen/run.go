@@ -37,6 +37,22 @@ type Config struct {
 	// the broker's RSS to be steady (storm waits for Settle of steady RSS).
 	Rounds    int
 	SteadyMax time.Duration
+	// Resume: sessions parked in batches of Batch connections, Live
+	// messages per topic delivered before the drop, Missed per topic
+	// published while parked; Expiry is the broker's session expiry (0:
+	// do not wait for it), Linger how long to keep sampling after it;
+	// Probe sessions reconnected to check what was kept; MetricsURL the
+	// broker's Prometheus endpoint (heap, sessions held).
+	Batch      int
+	Live       int
+	Missed     int
+	Expiry     time.Duration
+	Linger     time.Duration
+	Probe      int
+	MetricsURL string
+	// ForceGC asks the broker for a collection (its /debug/pprof/heap?gc=1
+	// beside MetricsURL) at the end, after Linger.
+	ForceGC bool
 	// Stream shape.
 	Topics     int
 	Subs       int
@@ -180,8 +196,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		err = e.stream(ctx)
 	case "storm":
 		err = e.storm(ctx)
+	case "resume":
+		err = e.resume(ctx)
 	default:
-		err = fmt.Errorf("unknown scenario %q (idle, fanout, latency, connect, stream, storm)", cfg.Scenario)
+		err = fmt.Errorf("unknown scenario %q (idle, fanout, latency, connect, stream, storm, resume)", cfg.Scenario)
 	}
 	if err != nil {
 		return e.rep, err

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(workerMain(os.Args[1:]))
 	}
+	if os.Getenv(krakenEnv) == "1" {
+		os.Exit(krakenMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -53,8 +56,12 @@ func run(t *testing.T, cfg Config) *Report {
 	t.Helper()
 	cfg.Token = "smoke"
 	cfg.Timeout = 5 * time.Second
-	cfg.PID = os.Getpid()
-	cfg.Label = "baseline"
+	if cfg.PID == 0 {
+		cfg.PID = os.Getpid()
+	}
+	if cfg.Label == "" {
+		cfg.Label = "baseline"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rep, err := Run(ctx, cfg)

@@ -18,6 +18,9 @@ type request struct {
 	Spread      bool     `json:"spread,omitempty"`      // connection g subscribes to Topics[g%len] only
 	Readers     bool     `json:"readers,omitempty"`     // start a reader goroutine per connection
 	Concurrency int      `json:"concurrency,omitempty"` // handshakes in flight
+	Base        int      `json:"base,omitempty"`        // global index of the first connection (resume: the batch's first session)
+	ClientIDs   bool     `json:"client_ids,omitempty"`  // auth with clientId clientID(g): a resumable session of its own each
+	QoS         int      `json:"qos,omitempty"`         // qos of the subscribe frames (0: none sent)
 	// reset
 	Seqs int `json:"seqs,omitempty"` // sequence numbers tracked for the last-subscriber latency
 	// drain / probe
@@ -111,6 +114,8 @@ func (w *worker) handle(req request) response {
 		return w.drain(req.Expect, time.Duration(req.TimeoutNs))
 	case "storm":
 		return w.storm(req)
+	case "drop":
+		return w.drop()
 	case "close":
 		return w.close()
 	default:
@@ -140,7 +145,11 @@ func (w *worker) connect(req request) response {
 	}
 	var subAll [][]byte
 	for _, t := range req.Topics {
-		subAll = append(subAll, clientFrame(subscribePayload(t)))
+		if req.QoS > 0 {
+			subAll = append(subAll, clientFrame(subscribeQoSPayload(t, req.QoS)))
+		} else {
+			subAll = append(subAll, clientFrame(subscribePayload(t)))
+		}
 	}
 	next := make(chan int)
 	var (
@@ -156,12 +165,15 @@ func (w *worker) connect(req request) response {
 			defer wg.Done()
 			buf := make([]byte, 4096)
 			for i := range next {
-				gi := i*w.procs + w.index
+				gi := req.Base + i*w.procs + w.index
 				subs := subAll
 				if req.Spread && len(subAll) > 0 {
 					subs = subAll[gi%len(subAll) : gi%len(subAll)+1]
 				}
 				authF := w.d.authFrame(gi)
+				if req.ClientIDs {
+					authF = clientFrame(resumeAuthPayload(tokenFor(w.d.token, w.d.tokens, gi), clientID(gi), false))
+				}
 				t0 := time.Now()
 				c, authNs, err := w.d.open(context.Background(), authF, subs, buf)
 				mu.Lock()
@@ -442,6 +454,21 @@ func (w *worker) storm(req request) response {
 	r := w.connect(req)
 	r.CloseStartNs, r.CloseEndNs, r.Closed = start, end, len(old)
 	return r
+}
+
+// drop resets every connection of this worker at once (RST, as when a
+// network path fails) and forgets them: the resume scenario's sessions
+// are then parked by the broker.
+func (w *worker) drop() response {
+	w.mu.Lock()
+	old := w.conns
+	w.conns = nil
+	w.mu.Unlock()
+	start := time.Now().UnixNano()
+	for _, c := range old {
+		c.abort()
+	}
+	return response{CloseStartNs: start, CloseEndNs: time.Now().UnixNano(), Closed: len(old)}
 }
 
 // workerClient is a worker in this process or in a child process.
