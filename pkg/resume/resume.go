@@ -72,6 +72,17 @@ type Parked struct {
 	expires time.Time
 	t       *transport
 	reason  string // set for a session taken over from a live connection: nothing kept
+	seq     uint64 // its parking (fifo)
+}
+
+// parking is a Parked's place in the fifo. It names the session rather than
+// pointing at it, so a session that ended out of order (resumed, dropped,
+// expired through the hub's sweep) pins nothing while its place waits to
+// reach the head.
+type parking struct {
+	id      string
+	seq     uint64
+	expires time.Time
 }
 
 // Registry is the node's resumable sessions. Safe for concurrent use.
@@ -83,7 +94,8 @@ type Registry struct {
 	byConn map[*hub.Conn]*Live
 	owner  map[string]*hub.Conn // identity → its live connection
 	parked map[string]*Parked
-	fifo   []*Parked // parked sessions in parking order
+	fifo   []parking // parked sessions in parking order, some no longer kept
+	seq    uint64    // of the last parking
 
 	stats counters
 }
@@ -221,6 +233,7 @@ func (r *Registry) Attach(c *hub.Conn, id string, take bool, expiry time.Duratio
 			r.h.Closed(pk.conn) // a fresh connect drops what was kept
 			pk = nil
 		}
+		r.compactLocked()
 	}
 	return pk, true
 }
@@ -332,6 +345,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 		if pk := r.parked[t.id]; pk != nil && pk.conn == c {
 			delete(r.parked, t.id)
 		}
+		r.sweepLocked(r.cfg.Now()) // its place in the fifo, and those before it
 		r.mu.Unlock()
 		t.drop() // a replay that took it already is unaffected
 		return true
@@ -375,9 +389,10 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	// Idle, by the hub's clock (time.Now), once the expiry has passed: the
 	// hub's sweep then closes it and Closed lets go of it.
 	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
-	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t}
+	r.seq++
+	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t, seq: r.seq}
 	r.parked[l.ID] = pk
-	r.fifo = append(r.fifo, pk)
+	r.fifo = append(r.fifo, parking{id: l.ID, seq: r.seq, expires: expires})
 	return false
 }
 
@@ -392,18 +407,42 @@ func (r *Registry) Sweep(now time.Time) {
 // taken. One behind a longer-lived one waits for it (a token's own expiry,
 // Attach), and is never resumed once expired.
 func (r *Registry) sweepLocked(now time.Time) {
-	for len(r.fifo) > 0 && (!now.Before(r.fifo[0].expires) || r.parked[r.fifo[0].ID] != r.fifo[0]) {
+	for len(r.fifo) > 0 && (!now.Before(r.fifo[0].expires) || !r.keptLocked(r.fifo[0])) {
 		r.dropHeadLocked()
 	}
+	r.compactLocked()
+}
+
+// keptLocked reports whether the session of e is still kept.
+func (r *Registry) keptLocked(e parking) bool {
+	pk := r.parked[e.id]
+	return pk != nil && pk.seq == e.seq
+}
+
+// compactLocked drops the places of sessions no longer kept once they
+// outnumber the kept ones, so the fifo stays within twice the sessions
+// kept (plus a little) however they end.
+func (r *Registry) compactLocked() {
+	if len(r.fifo) <= 2*len(r.parked)+64 {
+		return
+	}
+	kept := make([]parking, 0, 2*len(r.parked)+16)
+	for _, e := range r.fifo {
+		if r.keptLocked(e) {
+			kept = append(kept, e)
+		}
+	}
+	r.fifo = kept
 }
 
 // dropHeadLocked drops the oldest parked session, if it is still kept.
 func (r *Registry) dropHeadLocked() {
-	pk := r.fifo[0]
-	r.fifo[0] = nil
+	e := r.fifo[0]
+	r.fifo[0] = parking{}
 	r.fifo = r.fifo[1:]
-	if r.parked[pk.ID] == pk {
-		delete(r.parked, pk.ID)
+	if r.keptLocked(e) {
+		pk := r.parked[e.id]
+		delete(r.parked, e.id)
 		r.h.Closed(pk.conn)
 	}
 }

@@ -2,6 +2,7 @@ package resume
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,5 +253,55 @@ func TestExpirySweptByTheHub(t *testing.T) {
 	waitUntil(t, func() bool { return r.Len() == 0 })
 	if d := time.Since(parkedAt); d < 300*time.Millisecond {
 		t.Fatalf("dropped after %v, before the expiry", d)
+	}
+}
+
+// fifoLen is the number of places in r's fifo.
+func fifoLen(r *Registry) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.fifo)
+}
+
+// TestExpiredSessionsLeaveNothing: sessions that expire through the hub's
+// sweep, on a broker where nothing else connects, leave no place behind
+// in the parking order (each place pinned its session's connection,
+// transport and subscriptions until the next attach: about 1 KB per
+// expired session in bench/RESULTS.md's 100,000-session run).
+func TestExpiredSessionsLeaveNothing(t *testing.T) {
+	var r *Registry
+	h := hub.New(hub.Config{Workers: 2, Tick: 10 * time.Millisecond, IdleTimeout: 50 * time.Millisecond,
+		OnClose: func(c *hub.Conn) { r.Closed(c) }})
+	r = New(Config{Expiry: 3 * time.Second, IdleTimeout: 50 * time.Millisecond}, h)
+	h.Start()
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	for i := range 200 {
+		park(t, r, h, "s"+strconv.Itoa(i), "k")
+	}
+	if n := fifoLen(r); n != 200 {
+		t.Fatalf("%d places for 200 parked sessions", n)
+	}
+	waitUntil(t, func() bool { return r.Len() == 0 })
+	waitUntil(t, func() bool { return fifoLen(r) == 0 })
+}
+
+// TestResumedSessionsLeaveAtMostTwiceTheKept: sessions that end out of
+// parking order (resumed here, while the oldest is kept for an hour) leave
+// places that are dropped once they outnumber the kept sessions.
+func TestResumedSessionsLeaveAtMostTwiceTheKept(t *testing.T) {
+	r, h, _ := newRegistry(t, Config{Expiry: time.Hour})
+	for i := range 300 {
+		park(t, r, h, "s"+strconv.Itoa(i), "k")
+	}
+	for i := 1; i < 300; i++ { // every one but the oldest comes back
+		if pk, ok := r.Attach(h.Register(nullTransport{}), "s"+strconv.Itoa(i), true, 0); !ok || pk == nil {
+			t.Fatalf("s%d not resumed", i)
+		}
+	}
+	if r.Len() != 1 {
+		t.Fatalf("Len = %d, want the oldest only", r.Len())
+	}
+	if n := fifoLen(r); n > 2*1+64 {
+		t.Fatalf("%d places kept for 1 parked session, want at most %d", n, 2*1+64)
 	}
 }
