@@ -43,8 +43,8 @@ func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 		if skip != nil && skip(d.p) {
 			continue
 		}
-		if t := c.tap.Load(); t != nil {
-			t.add(d.p, d.display, d.wildcard)
+		if t := c.tap.Load(); t != nil && !t.off {
+			c.tapDelivery(t, d.p, d.display, d.wildcard, w.now())
 		}
 		w.write(c, w.frames.get(d.p, c, d.display, d.wildcard))
 		w.deliveries.Add(1)

@@ -3,6 +3,7 @@ package hub
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
@@ -44,7 +45,8 @@ func TestHoldDeliveriesKeepsThemBackInOrder(t *testing.T) {
 }
 
 // TestTapKeepsUnackedDeliveries: once started, a tap keeps each delivery
-// in order and forgets the acked ones at its head.
+// in order, reports the unacked ones (acked out of order or not), and
+// forgets the acked ones at its head.
 func TestTapKeepsUnackedDeliveries(t *testing.T) {
 	enc := &textEncoding{id: 1}
 	h := startHub(t, Config{Workers: 1})
@@ -58,7 +60,7 @@ func TestTapKeepsUnackedDeliveries(t *testing.T) {
 	eventually(t, "tapped", func() bool { d, _ := c.Tapped(); return len(d) == 3 })
 	c.TapAck("a", "c")
 	d, overflow := c.Tapped()
-	if len(d) != 2 || d[0].Msg.Msg.MsgID != "b" || d[0].Acked || !d[1].Acked || overflow {
+	if len(d) != 1 || d[0].Msg.Msg.MsgID != "b" || d[0].Acked || overflow {
 		t.Fatalf("after acks: %+v overflow=%v", d, overflow)
 	}
 	c.TapAck("b")
@@ -70,19 +72,67 @@ func TestTapKeepsUnackedDeliveries(t *testing.T) {
 // TestTapBounds: past TapMax deliveries or TapMaxBytes of data the oldest
 // go and the tap says so.
 func TestTapBounds(t *testing.T) {
+	c := &Conn{}
 	tp := &tap{}
+	now := time.Now().UnixNano()
 	big := make([]byte, TapMaxBytes/2+1)
 	for i := 0; i < 3; i++ {
-		tp.add(&Publication{Msg: wire.Message{Data: big}}, "t", false)
+		c.tapDelivery(tp, &Publication{Msg: wire.Message{Data: big}}, "t", false, now)
 	}
 	if len(tp.ents) != 1 || !tp.overflow || tp.bytes != len(big) {
 		t.Fatalf("bytes bound: %d kept, %d bytes, overflow %v", len(tp.ents), tp.bytes, tp.overflow)
 	}
 	tp = &tap{}
 	for i := 0; i < TapMax+10; i++ {
-		tp.add(&Publication{Msg: wire.Message{MsgID: strconv.Itoa(i)}}, "t", false)
+		c.tapDelivery(tp, &Publication{Msg: wire.Message{MsgID: strconv.Itoa(i)}}, "t", false, now)
 	}
 	if len(tp.ents) != TapMax || tp.ents[0].p.Msg.MsgID != "10" || !tp.overflow {
 		t.Fatalf("count bound: %d kept, oldest %s", len(tp.ents), tp.ents[0].p.Msg.MsgID)
+	}
+}
+
+// TestTapLetsGoOfANonAcker: a client that reads on (frames arrive) for
+// Config.TapAckWait past a delivery without ever acking is one that does not ack
+// (protocol.md §12): nothing it was sent is reported for replay, and its
+// next delivery lets go of the tap for good. One whose frames stopped
+// coming (its network went) keeps its unacked deliveries, and so does one
+// that has acked before.
+func TestTapLetsGoOfANonAcker(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	now := time.Now().UnixNano()
+	pub := func(id string) *Publication { return &Publication{Msg: wire.Message{MsgID: id}} }
+
+	silent := &Conn{w: h.workers[0]}
+	silent.StartTap()
+	silent.Touch(now)
+	silent.tapDelivery(silent.tap.Load(), pub("a"), "t", false, now)
+	if d, _ := silent.Tapped(); len(d) != 1 {
+		t.Fatalf("network gone right after the delivery: %d reported, want 1", len(d))
+	}
+
+	reader := &Conn{w: h.workers[0]}
+	reader.StartTap()
+	reader.tapDelivery(reader.tap.Load(), pub("a"), "t", false, now)
+	reader.Touch(now + int64(DefaultTapAckWait) + 1) // a heartbeat, no ack
+	if d, _ := reader.Tapped(); d != nil {
+		t.Fatalf("a client reading on without acks: %d reported, want none", len(d))
+	}
+	reader.tapDelivery(reader.tap.Load(), pub("b"), "t", false, now+int64(DefaultTapAckWait)+2)
+	if reader.tap.Load() != tapOff {
+		t.Fatal("the non-acker's tap kept after its next delivery")
+	}
+	reader.StartTap()
+	if reader.tap.Load() != tapOff {
+		t.Fatal("StartTap restarted the tap of a non-acker")
+	}
+
+	acker := &Conn{w: h.workers[0]}
+	acker.StartTap()
+	acker.tapDelivery(acker.tap.Load(), pub("a"), "t", false, now)
+	acker.TapAck("a")
+	acker.tapDelivery(acker.tap.Load(), pub("b"), "t", false, now)
+	acker.Touch(now + int64(DefaultTapAckWait) + 1)
+	if d, _ := acker.Tapped(); len(d) != 1 || d[0].Msg.Msg.MsgID != "b" {
+		t.Fatalf("an acking client's unacked delivery: %+v", d)
 	}
 }

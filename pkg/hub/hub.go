@@ -64,6 +64,10 @@ type Config struct {
 	MaxRetained int
 	// Tick is the sweep period; 0 means 1 s.
 	Tick time.Duration
+	// TapAckWait is how long a tapped connection's client may read on
+	// after a delivery without ever acking before it counts as a client
+	// that does not ack (see StartTap); 0 means DefaultTapAckWait.
+	TapAckWait time.Duration
 	// Logger receives lifecycle logs; nil means no logging.
 	Logger *zap.Logger
 }
@@ -107,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Tick <= 0 {
 		c.Tick = time.Second
+	}
+	if c.TapAckWait <= 0 {
+		c.TapAckWait = DefaultTapAckWait
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -157,8 +157,8 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 		c.held.add(p, display, wildcard)
 		return
 	}
-	if t := c.tap.Load(); t != nil {
-		t.add(p, display, wildcard)
+	if t := c.tap.Load(); t != nil && !t.off {
+		c.tapDelivery(t, p, display, wildcard, w.now())
 	}
 	w.write(c, w.frames.get(p, c, display, wildcard))
 	w.deliveries.Add(1)

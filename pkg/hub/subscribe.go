@@ -76,6 +76,10 @@ func (w *worker) detach(s *sub) {
 	s.m = nil
 }
 
+// Subscribed reports whether c holds a subscription to pattern (its
+// display topic, as the client sent it). Call it only from Hub.Run.
+func (c *Conn) Subscribed(pattern string) bool { return c.findSub(pattern) != nil }
+
 func (c *Conn) findSub(pattern string) *sub {
 	for s := c.subs; s != nil; s = s.next {
 		if s.pattern == pattern {

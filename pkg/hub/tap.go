@@ -1,28 +1,46 @@
 package hub
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // TapMax and TapMaxBytes (of their data) bound the deliveries a tap
 // keeps: past either the oldest go, and the tap says it overflowed.
 const (
-	TapMax      = 256
+	TapMax      = 1024
 	TapMaxBytes = 1 << 20
 )
 
-// tap keeps the recent deliveries to an acking resumable connection that
-// its client has not acked yet, so those lost in flight when its network
-// went can be replayed (pkg/resume). Written by the worker per delivery,
-// acked from the connection's reader.
+// DefaultTapAckWait is how long a tapped connection's client may read on (send
+// frames: messages, heartbeats, pings) after a delivery without ever
+// acking anything before it counts as a client that does not ack (the
+// official Go and Python SDKs, protocol.md §12): its tap is let go of
+// then, and it keeps nothing while connected (§12: unacked messages must
+// not make memory grow).
+// Config.TapAckWait sets it.
+const DefaultTapAckWait = 10 * time.Second
+
+// tap keeps the recent deliveries to a resumable connection that its
+// client has not acked yet, so those lost in flight when its network went
+// can be replayed (pkg/resume). Written by the worker per delivery, acked
+// from the connection's reader.
 type tap struct {
 	mu       sync.Mutex
-	ents     []tapEntry // oldest first
+	ents     []tapEntry // oldest first; nil while nothing is kept
 	bytes    int        // of the kept deliveries' data
-	overflow bool
+	overflow bool       // some unacked deliveries were dropped for the bounds
+	ackSeen  bool       // the client has acked something
+	off      bool       // the client does not ack: keep nothing (tapOff)
 }
+
+// tapOff marks a connection whose client does not ack: StartTap leaves it.
+var tapOff = &tap{off: true}
 
 type tapEntry struct {
 	p        *Publication
 	display  string
+	at       int64 // unix ns of the delivery
 	wildcard bool
 	acked    bool
 }
@@ -36,27 +54,53 @@ type Delivered struct {
 	Acked bool
 }
 
-func (t *tap) add(p *Publication, display string, wildcard bool) {
+// nonAckerLocked reports whether the client has read on for wait past the
+// oldest kept delivery, lastRead being the unix ns of its last complete
+// frame, without acking anything ever.
+func (t *tap) nonAckerLocked(lastRead int64, wait time.Duration) bool {
+	return !t.ackSeen && len(t.ents) > 0 && lastRead-t.ents[0].at > int64(wait)
+}
+
+// tapAckWait is Config.TapAckWait of c's hub.
+func (c *Conn) tapAckWait() time.Duration {
+	if c.w == nil {
+		return DefaultTapAckWait
+	}
+	return c.w.h.cfg.TapAckWait
+}
+
+// tapDelivery keeps a delivery to c at now, or lets go of c's tap when its
+// client turns out not to ack. On c's worker.
+func (c *Conn) tapDelivery(t *tap, p *Publication, display string, wildcard bool, now int64) {
 	t.mu.Lock()
-	t.ents = append(t.ents, tapEntry{p: p, display: display, wildcard: wildcard})
+	if t.nonAckerLocked(c.lastRead.Load(), c.tapAckWait()) {
+		t.mu.Unlock()
+		c.tap.Store(tapOff)
+		return
+	}
+	if t.ents == nil {
+		t.ents = make([]tapEntry, 0, 4)
+	}
+	t.ents = append(t.ents, tapEntry{p: p, display: display, at: now, wildcard: wildcard})
 	t.bytes += len(p.Msg.Data)
 	n := 0
 	for len(t.ents)-n > TapMax || t.bytes > TapMaxBytes && len(t.ents)-n > 1 {
 		t.bytes -= len(t.ents[n].p.Msg.Data)
+		if !t.ents[n].acked {
+			t.overflow = true
+		}
 		n++
 	}
-	if n > 0 {
-		t.overflow = true
-		t.dropHead(n)
-	}
+	t.dropHead(n)
 	t.mu.Unlock()
 }
 
 // StartTap makes c keep its deliveries from now on until they are acked
-// (TapAck). Call it only from Hub.Run.
+// (TapAck), unless its client was found not to ack. Call it only from
+// Hub.Run.
 func (c *Conn) StartTap() {
 	if c.tap.Load() == nil {
-		c.tap.Store(&tap{ents: make([]tapEntry, 0, 16)})
+		c.tap.Store(&tap{})
 	}
 }
 
@@ -64,10 +108,11 @@ func (c *Conn) StartTap() {
 // the head. Safe from any goroutine; a no-op without a tap.
 func (c *Conn) TapAck(msgIDs ...string) {
 	t := c.tap.Load()
-	if t == nil {
+	if t == nil || t.off {
 		return
 	}
 	t.mu.Lock()
+	t.ackSeen = true
 	for _, id := range msgIDs {
 		for i := len(t.ents) - 1; i >= 0; i-- {
 			if e := &t.ents[i]; e.p.Msg.MsgID == id {
@@ -81,6 +126,11 @@ func (c *Conn) TapAck(msgIDs ...string) {
 		n++
 	}
 	t.dropHead(n)
+	if len(t.ents) == 0 {
+		// Caught up: an idle connection keeps no slice, and what the
+		// bounds dropped before is behind the newest ack.
+		t.ents, t.overflow = nil, false
+	}
 	t.mu.Unlock()
 }
 
@@ -94,18 +144,25 @@ func (t *tap) dropHead(n int) {
 	t.ents = t.ents[:len(t.ents)-n]
 }
 
-// Tapped returns what c's tap kept, oldest first, and whether the tap lost
-// some to TapMax; nil without a tap.
+// Tapped returns what c's tap kept and its client did not ack, oldest
+// first, and whether the tap lost some unacked ones to the bounds; nil
+// without a tap, and for a client that has read on for Config.TapAckWait past
+// the oldest of them without ever acking (it does not ack: what was
+// written to it counts as read).
 func (c *Conn) Tapped() (d []Delivered, overflow bool) {
 	t := c.tap.Load()
-	if t == nil {
+	if t == nil || t.off {
 		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d = make([]Delivered, len(t.ents))
-	for i, e := range t.ents {
-		d[i] = Delivered{Msg: e.p, Topic: e.display, Wild: e.wildcard, Acked: e.acked}
+	if t.nonAckerLocked(c.lastRead.Load(), c.tapAckWait()) {
+		return nil, false
+	}
+	for _, e := range t.ents {
+		if !e.acked {
+			d = append(d, Delivered{Msg: e.p, Topic: e.display, Wild: e.wildcard})
+		}
 	}
 	return d, t.overflow
 }

@@ -365,6 +365,9 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	if old := r.parked[l.ID]; old != nil {
 		r.h.Closed(old.conn)
 	}
+	if len(l.specs) == 0 {
+		return false // nothing to keep (a publisher, a clean close before any subscribe)
+	}
 	for len(r.parked) >= r.cfg.MaxSessions && len(r.fifo) > 0 {
 		r.dropHeadLocked()
 	}

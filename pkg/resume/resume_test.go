@@ -184,7 +184,7 @@ func TestInUseExpiryAndCap(t *testing.T) {
 
 func TestDroppedTellsExpired(t *testing.T) {
 	tr := &transport{max: 100}
-	_, _ = tr.Writev([][]byte{{1, 'a', 0x80}})
+	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}})
 	tr.drop()
 	if m, reason := tr.take(); len(m) != 0 || reason != ReasonExpired {
 		t.Fatalf("take after drop = %v, %q", m, reason)
@@ -203,7 +203,7 @@ func TestByteBound(t *testing.T) {
 // no more and says so.
 func TestMessageBound(t *testing.T) {
 	tr := &transport{max: 1 << 20, maxN: 2}
-	_, _ = tr.Writev([][]byte{{1, 'a', 0x80}, {1, 'b', 0x80}, {1, 'c', 0x80}})
+	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}, {1, 'b', 0, 0, 0x80}, {1, 'c', 0, 0, 0x80}})
 	m, reason := tr.take()
 	if len(m) != 2 || m[0].MsgID != "a" || m[1].MsgID != "b" || reason != ReasonOverflow {
 		t.Fatalf("take = %v, %q; want a, b and %q", m, reason, ReasonOverflow)
@@ -219,6 +219,7 @@ func TestMaxAgeCapsExpiry(t *testing.T) {
 	if _, ok := r.Attach(c, "s", false, time.Hour); !ok {
 		t.Fatal("not attached")
 	}
+	r.Subscribed(c, &hub.SubSpec{Pattern: "k", Key: "k", QoS: 1})
 	h.Closed(c)
 	waitUntil(t, func() bool { return r.Len() == 1 })
 	clk.add(2*time.Minute + time.Second)
@@ -303,5 +304,31 @@ func TestResumedSessionsLeaveAtMostTwiceTheKept(t *testing.T) {
 	}
 	if n := fifoLen(r); n > 2*1+64 {
 		t.Fatalf("%d places kept for 1 parked session, want at most %d", n, 2*1+64)
+	}
+}
+
+// TestLostInFlightStillCollects: a session whose unacked deliveries from
+// before the drop overflowed the tap's bounds says backlog_limit, and
+// still keeps everything published while it is away (the flag used to be
+// the byte bound's, which stops keeping).
+func TestLostInFlightStillCollects(t *testing.T) {
+	tr := &transport{max: 1 << 20, lost: true}
+	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}, {1, 'b', 0, 0, 0x80}})
+	if m, reason := tr.take(); len(m) != 2 || reason != ReasonOverflow {
+		t.Fatalf("take = %v, %q; want both and %q", m, reason, ReasonOverflow)
+	}
+}
+
+// TestNothingKeptWithoutSubscriptions: a resumable connection that closes
+// holding no subscription (a publisher) leaves no session behind.
+func TestNothingKeptWithoutSubscriptions(t *testing.T) {
+	r, h, _ := newRegistry(t, Config{})
+	c := h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	r.Attach(c, "pub", false, 0)
+	h.Closed(c)
+	waitUntil(t, func() bool { return !r.Resumable(c) })
+	if r.Len() != 0 {
+		t.Fatalf("%d sessions kept for a connection without subscriptions", r.Len())
 	}
 }

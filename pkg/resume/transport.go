@@ -14,8 +14,9 @@ import (
 const encodingID = 250
 
 // encoding builds, once per publication and display topic on each worker,
-// the frame a parked session keeps: a one-byte msgId length, the msgId,
-// then the MessagePack payload of the message with isReplay:true.
+// the frame a parked session keeps: a one-byte msgId length, the msgId, a
+// two-byte display topic length, the display topic, then the MessagePack
+// payload of the message with isReplay:true.
 type encoding struct{}
 
 var enc encoding
@@ -29,9 +30,15 @@ func (encoding) Message(m *wire.Message) []byte {
 	if len(id) > 255 {
 		id = id[:255]
 	}
-	b := make([]byte, 0, 1+len(id)+64+len(r.Topic)+len(r.Data))
+	topic := r.Topic
+	if len(topic) > 0xffff {
+		topic = topic[:0xffff]
+	}
+	b := make([]byte, 0, 3+len(id)+64+2*len(r.Topic)+len(r.Data))
 	b = append(b, byte(len(id)))
 	b = append(b, id...)
+	b = append(b, byte(len(topic)>>8), byte(len(topic)))
+	b = append(b, topic...)
 	return wire.AppendMessage(b, &r)
 }
 
@@ -50,7 +57,8 @@ type transport struct {
 	maxN     int // messages, 0 for no bound
 	bytes    int
 	frames   [][]byte
-	overflow bool
+	overflow bool      // past max or maxN: nothing more is kept
+	lost     bool      // unacked deliveries from before the drop were lost to the tap's bounds
 	dropped  bool      // the session ended: nothing to replay
 	lb       []unacked // unacked load-balanced deliveries, oldest first
 	stats    *counters // the registry's
@@ -102,6 +110,7 @@ func (t *transport) Encoding() hub.Encoding { return enc }
 // Missed is one message a parked session kept.
 type Missed struct {
 	MsgID   string
+	Topic   string // the display topic of the subscription it was kept for
 	Payload []byte // MessagePack of the message, isReplay:true
 }
 
@@ -151,9 +160,11 @@ func (t *transport) take() (missed []Missed, reason string) {
 	missed = make([]Missed, 0, len(t.frames))
 	for _, f := range t.frames {
 		n := int(f[0])
-		missed = append(missed, Missed{MsgID: string(f[1 : 1+n]), Payload: f[1+n:]})
+		tl := int(f[1+n])<<8 | int(f[2+n])
+		missed = append(missed, Missed{MsgID: string(f[1 : 1+n]), Topic: string(f[3+n : 3+n+tl]),
+			Payload: f[3+n+tl:]})
 	}
-	if t.overflow {
+	if t.overflow || t.lost {
 		reason = ReasonOverflow
 	}
 	t.frames, t.bytes, t.lb = nil, 0, nil // the load-balanced ones are replayed to their member
@@ -203,6 +214,14 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 			missed, reason := pk.t.take()
 			h.Closed(pc)
 			h.Run(c, func(c *hub.Conn) {
+				// Not what c unsubscribed from since it resumed.
+				kept := missed[:0]
+				for _, m := range missed {
+					if c.Subscribed(m.Topic) {
+						kept = append(kept, m)
+					}
+				}
+				missed = kept
 				write(c, missed, reason)
 				seen := make(map[string]struct{}, len(missed))
 				for _, m := range missed {
@@ -217,37 +236,30 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 	})
 }
 
-// inFlight starts t's backlog with what c, an acking connection that just
-// closed, was sent on the subscriptions specs and its client did not ack:
-// per subscription, the messages after the newest it acked (the position
-// of issue 16). The tap that keeps them starts at the connection's first
-// ack, so a subscription with no ack in it since counts as acked up to the
-// tap's start. A connection whose client never acked (it has no tap)
-// counts as having read everything written to it, and keeps nothing. The
-// unacked messages of a load-balanced subscription are also remembered to
-// be handed back to its group if the session is not resumed.
+// inFlight starts t's backlog with what c, a resumable connection that
+// just closed, was sent on the subscriptions specs and its client did not
+// ack (hub.Conn.Tapped): each such message, oldest first, acked out of
+// order or not, so delivery is at-least-once. A client that does not ack
+// (it read on past hub.Config.TapAckWait without acking) counts as having read
+// everything written to it, and keeps nothing. The unacked messages of a
+// load-balanced subscription are also remembered to be handed back to its
+// group if the session is not resumed.
 func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
 	d, overflow := c.Tapped()
+	if overflow {
+		t.lost = true // older unacked deliveries were not kept
+	}
 	if len(d) == 0 {
 		return
 	}
-	last := make(map[string]int, len(specs)) // newest acked index per kept subscription, -1 for none in the tap
-	lb := make(map[string]*Spec)
+	kept := make(map[string]*Spec, len(specs))
 	for i := range specs {
-		s := &specs[i]
-		last[s.Pattern] = -1
-		if s.LoadBalance {
-			lb[s.Pattern] = s
-		}
-	}
-	for i, e := range d {
-		if _, ok := last[e.Topic]; ok && e.Acked {
-			last[e.Topic] = i
-		}
+		kept[specs[i].Pattern] = &specs[i]
 	}
 	var frames [][]byte
-	for i, e := range d {
-		if l, ok := last[e.Topic]; !ok || i <= l || e.Acked {
+	for _, e := range d {
+		s := kept[e.Topic]
+		if s == nil {
 			continue
 		}
 		m := e.Msg.Msg
@@ -256,14 +268,9 @@ func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
 			m.SourceTopic = e.Msg.Topic
 		}
 		frames = append(frames, enc.Message(&m))
-		if s := lb[e.Topic]; s != nil {
+		if s.LoadBalance {
 			t.lb = append(t.lb, unacked{p: e.Msg, group: s.Group, key: s.Key})
 		}
 	}
 	_, _ = t.Writev(frames)
-	if overflow && len(frames) > 0 {
-		t.mu.Lock()
-		t.overflow = true // older unacked deliveries were not kept
-		t.mu.Unlock()
-	}
 }

@@ -13,8 +13,13 @@ func resumeOn(t *testing.T, expiry time.Duration) *Server {
 	return start(t, func(c *Config) {
 		c.Resume = session.ResumeConfig{Enabled: true, Expiry: expiry}
 		c.RateLimit = 100000
+		c.Hub.TapAckWait = tapAckWait
 	})
 }
+
+// tapAckWait is how long a client of these tests reads on without acking
+// before it counts as one that does not ack (hub.Config.TapAckWait).
+const tapAckWait = 300 * time.Millisecond
 
 // jsSubscriber is a JS-SDK-shaped subscriber (protocol.md §12.1): auth
 // with projectId, no protocolVersion, subscribe with qos 1.
@@ -329,8 +334,9 @@ func TestResumeUnackedInFlight(t *testing.T) {
 }
 
 // TestResumeNonAckingClient: a client that never acks (the Python SDK)
-// counts as having read what was written to it: only what was published
-// while it was away is replayed.
+// and reads on (here a ping) past hub.Config.TapAckWait counts as having
+// read what was written to it: only what was published while it was away
+// is replayed.
 func TestResumeNonAckingClient(t *testing.T) {
 	s := resumeOn(t, time.Minute)
 	const topic = "demo/general/noack"
@@ -340,6 +346,8 @@ func TestResumeNonAckingClient(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		bob.ExpectFields("type", "message")
 	}
+	time.Sleep(tapAckWait + 100*time.Millisecond)
+	expectPong(t, bob) // it reads on, and acks nothing
 	drop(t, s, bob)
 	publishN(t, s, topic, 4, 2)
 	bob2, _ := jsSubscriber(t, s, topic, true)
@@ -501,4 +509,90 @@ func TestResumeResubscribeGetsNoRetained(t *testing.T) {
 	// Subscribing once more is a plain subscribe again: the retained message comes.
 	subscribe(t, bob2, topic, "qos", 1)
 	bob2.ExpectFields("type", "message", "topic", topic, "data", 2)
+}
+
+// TestResumeInFlightBeforeAnyAck: a client whose network goes before it
+// has acked anything (a quiet topic: the first messages it is sent are
+// lost in flight) gets them replayed, with what was published while it
+// was away, and a complete replay: nothing written to a dead socket counts
+// as read.
+func TestResumeInFlightBeforeAnyAck(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/firstack"
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	publishN(t, s, topic, 0, 3) // written to bob's socket, never read: its network went
+	drop(t, s, bob)
+	publishN(t, s, topic, 3, 2)
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob2, 0, 5, true)
+	bob2.ExpectNothing(200 * time.Millisecond)
+}
+
+// TestResumeAcksOutOfOrder: every unacked message is replayed, whatever
+// the order the client acked the others in.
+func TestResumeAcksOutOfOrder(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/ooo"
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	publishN(t, s, topic, 0, 5)
+	ids := make([]any, 5)
+	for i := range ids {
+		ids[i] = bob.ExpectFields("type", "message").Map["msgId"]
+	}
+	bob.Send("type", "ack", "msgId", ids[3])
+	bob.Send("type", "ack", "msgId", ids[0])
+	expectPong(t, bob)
+	drop(t, s, bob)
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	bob2.ExpectFields("type", "replayStart", "count", int64(3))
+	for _, want := range []int64{1, 2, 4} {
+		bob2.ExpectFields("type", "message", "isReplay", true, "data", want)
+	}
+	bob2.ExpectFields("type", "replayEnd", "replayed", int64(3), "complete", true)
+}
+
+// TestResumeUnsubscribedBeforeTheReplay: a resumed client that unsubscribes
+// from a restored topic right after its auth gets no message of that topic
+// once it has `unsubscribed`, from the replay or live (the replay used to
+// be put together from what was kept, whatever the client unsubscribed
+// from meanwhile); the other topic's missed messages come.
+func TestResumeUnsubscribedBeforeTheReplay(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const a, b = "demo/general/unsub-a", "demo/general/unsub-b"
+	bob, _ := jsSubscriber(t, s, a, false)
+	subscribe(t, bob, a)
+	subscribe(t, bob, b)
+	drop(t, s, bob)
+	publishN(t, s, a, 0, 200)
+	publishN(t, s, b, 1000, 2)
+	p := testpeer.Dial(t, s.Addr().String())
+	p.Send("type", "auth", "token", "dev-token-bob", "projectId", "demo", "reconnect", true)
+	p.Send("type", "unsubscribe", "topic", a)
+	var fromB []int64
+	unsubscribed, ended := false, false
+	for !unsubscribed || !ended {
+		f := p.Expect()
+		switch f.Map["type"] {
+		case "unsubscribed":
+			unsubscribed = true
+		case "replayEnd":
+			ended = true
+		case "message":
+			if f.Map["topic"] == a && unsubscribed {
+				t.Fatalf("a message of %s after unsubscribed: %s", a, f)
+			}
+			if f.Map["topic"] == b {
+				fromB = append(fromB, asInt(t, f.Map["data"]))
+			}
+		}
+	}
+	if len(fromB) != 2 || fromB[0] != 1000 || fromB[1] != 1001 {
+		t.Fatalf("replayed %v of %s, want 1000 and 1001", fromB, b)
+	}
+	publishN(t, s, a, 300, 1)
+	publishN(t, s, b, 2000, 1)
+	p.ExpectFields("type", "message", "topic", b, "data", int64(2000))
+	p.ExpectNothing(200 * time.Millisecond)
 }

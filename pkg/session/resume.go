@@ -48,8 +48,9 @@ const (
 // could want. Call it before the connection authenticates.
 func (st *State) NotResumable() { st.resume |= resumeNever }
 
-// noteAck keeps, from a resumable connection's first ack on, its unacked
-// deliveries, so that those lost in flight when it drops are replayed.
+// noteAck marks a resumable connection's acked deliveries in its tap
+// (started when it attached), so that only the unacked ones are replayed
+// after a drop.
 func (p *Protocol) noteAck(st *State, ids []string) {
 	if st.resume&resumeLive == 0 {
 		return
@@ -81,7 +82,11 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 	if !ok { // another live connection holds the session (OQ-51)
 		return nil
 	}
-	st.resume |= resumeLive
+	st.resume |= resumeLive | resumeTap
+	// Its unacked deliveries are kept from the start, so those lost in
+	// flight with its network are replayed; a client that does not ack is
+	// recognised and keeps nothing (hub.Config.TapAckWait).
+	p.hub.Run(st.Conn, (*hub.Conn).StartTap)
 	if !cmd.Reconnect {
 		return nil
 	}
