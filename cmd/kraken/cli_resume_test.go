@@ -104,11 +104,31 @@ func TestCLISubResumeUsage(t *testing.T) {
 	}{
 		{[]string{"--resume", "--qos", "0", "demo/general/messages"}, "--resume needs --qos 1 or 2"},
 		{[]string{"--client-id", "x", "demo/general/messages"}, "pass --resume too"},
+		{[]string{"--resume", "--client-id", "", "demo/general/messages"}, "must not be empty"},
 	} {
 		var out, errb strings.Builder
 		if code := runSub(c.args, lookup, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q", c.args, code, errb.String())
 		}
+	}
+}
+
+// TestSubClientIDFollowsTheTopics: the default --client-id of --resume is
+// the same for the same topics, differs for others (two subscribers of one
+// token to different topics do not take each other's session), and is a
+// valid session id ([A-Za-z0-9_-], at most 64).
+func TestSubClientIDFollowsTheTopics(t *testing.T) {
+	a := subClientID([]string{"demo/general/a"})
+	if a != subClientID([]string{"demo/general/a"}) {
+		t.Fatal("not the same id for the same topics")
+	}
+	for _, other := range [][]string{{"demo/general/b"}, {"demo/general/a", "demo/general/b"}, {"demo/general/ab"}} {
+		if subClientID(other) == a {
+			t.Errorf("%v has the id of [demo/general/a]", other)
+		}
+	}
+	if len(a) > 64 || strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		t.Errorf("id %q is not a valid session id", a)
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,14 +39,17 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		"first, marked [replay] (\"isReplay\":true with --json), then a status line:\n"+
 		"  kraken sub: replayed 50 of 50 missed messages (complete)\n"+
 		"  kraken sub: replayed 0 of 0 missed messages (incomplete: session_expired)\n"+
-		"Give each concurrent --resume subscriber of one token its own --client-id.", lookup, stderr)
+		"Without --client-id the id is derived from the topics (kraken-sub-<8 hex>): the same\n"+
+		"command resumes its own session, and subscribers of one token to other topics\n"+
+		"get sessions of their own. Give concurrent --resume subscribers of one token to\n"+
+		"the same topics their own --client-id.", lookup, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per message")
 	group := fs.String("load-balance", "", "join this load-balanced group: each message goes to one member")
 	var filters stringList
 	fs.Var(&filters, "filter", "only receive messages published with this filter (repeatable)")
 	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
 	resume := fs.Bool("resume", false, "resume the session after a dropped connection: replay what was missed (needs a broker with RESUME_SESSIONS=true and --qos 1 or 2)")
-	clientID := fs.String("client-id", "kraken-sub", "the session's client id with --resume (sent as clientId)")
+	clientID := fs.String("client-id", "", "the session's client id with --resume (sent as clientId; default: derived from the topics, so one command resumes its own session)")
 	pos, code, done := parseCommand(stderr, fs, cf, "sub", args, func(pos []string) error {
 		if len(pos) == 0 {
 			return errors.New("want at least one TOPIC")
@@ -59,11 +65,14 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 	if *resume && cf.qos < 1 {
 		return cliUsage(stderr, fs, "sub", errors.New("--resume needs --qos 1 or 2: the broker keeps nothing missed at QoS 0"))
 	}
-	if *resume && *clientID == "" {
-		return cliUsage(stderr, fs, "sub", errors.New("--resume needs a --client-id"))
-	}
 	idSet := false
 	fs.Visit(func(f *flag.Flag) { idSet = idSet || f.Name == "client-id" })
+	if idSet && *clientID == "" {
+		return cliUsage(stderr, fs, "sub", errors.New("--client-id must not be empty"))
+	}
+	if *resume && !idSet {
+		*clientID = subClientID(pos)
+	}
 	if idSet && !*resume {
 		return cliUsage(stderr, fs, "sub", errors.New("--client-id is the session's identity of --resume: pass --resume too"))
 	}
@@ -232,4 +241,13 @@ func (p *subPrinter) print(data client.Data, meta client.Meta) {
 		extra += " [replay]"
 	}
 	fmt.Fprintf(p.w, "[%s] %s %s%s: %s\n", ts.Local().Format("15:04:05.000"), printable(topic), printable(sender), printable(extra), printable(string(js)))
+}
+
+// subClientID is the default --client-id of `kraken sub --resume`: derived
+// from the topics, in order, so that running the same command again
+// resumes its session and subscribers of one token to other topics do not
+// take each other's (OQ-51 identities: [A-Za-z0-9_-], at most 64).
+func subClientID(topics []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(topics, "\x00")))
+	return "kraken-sub-" + hex.EncodeToString(sum[:4])
 }
