@@ -863,13 +863,16 @@ func TestConnectionServerClose(t *testing.T) {
 		go func() {
 			conn, err := DialConnection("tcp", address, time.Second)
 			MustNil(t, err)
-			err = conn.SetOnRequest(clientOnRequest)
-			MustNil(t, err)
+			// kraken.patch, test fix: the close callback before the request
+			// handler, which may run, close the connection and return before
+			// the next statement (a callback added after close is never called).
 			conn.AddCloseCallback(func(connection Connection) error {
 				t.Logf("client.CloseCallback: addr=%s", connection.LocalAddr())
 				defer wg.Done()
 				return nil
 			})
+			err = conn.SetOnRequest(clientOnRequest)
+			MustNil(t, err)
 		}()
 	}
 	wg.Wait()

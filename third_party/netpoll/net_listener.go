@@ -21,6 +21,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -80,6 +81,15 @@ type listener struct {
 	ln    net.Listener   // tcp|unix listener
 	pconn net.PacketConn // udp listener
 	file  *os.File
+
+	// fd is a number the kernel gives to the next descriptor opened once the
+	// listener is closed. An Accept after Close (a loop that did not stop in
+	// time) would accept on that descriptor: another listener's connection,
+	// taken away from it. So Close waits for an Accept in progress (the socket
+	// is non-blocking, accept does not wait), and every Accept after Close
+	// fails with EBADF, as accept on the closed descriptor would have.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // Accept implements Listener.
@@ -89,7 +99,13 @@ func (ln *listener) Accept() (net.Conn, error) {
 		return ln.UDPAccept()
 	}
 	// tcp
+	ln.mu.RLock()
+	if ln.closed {
+		ln.mu.RUnlock()
+		return nil, syscall.EBADF
+	}
 	fd, sa, err := syscall.Accept(ln.fd)
+	ln.mu.RUnlock()
 	if err != nil {
 		/* https://man7.org/linux/man-pages/man2/accept.2.html
 		EAGAIN or EWOULDBLOCK
@@ -119,9 +135,14 @@ func (ln *listener) UDPAccept() (net.Conn, error) {
 
 // Close implements Listener.
 func (ln *listener) Close() error {
-	if ln.fd != 0 {
-		syscall.Close(ln.fd)
-	}
+	ln.mu.Lock()
+	ln.closed = true
+	ln.mu.Unlock()
+	// ln.fd is ln.file's descriptor (parseFD, udpListener), so ln.file.Close
+	// closes it, once however often Close is called. It used to be closed here
+	// with syscall.Close as well: twice per Close, and again on every further
+	// Close, each time closing whatever had been opened under that number in
+	// the meantime (a dial's socket, an accepted connection).
 	if ln.file != nil {
 		ln.file.Close()
 	}

@@ -138,6 +138,11 @@ type eventLoop struct {
 	opts *options
 	svr  *server
 	stop chan error
+	// shut is set by Shutdown. Serve usually runs in a goroutine of its own
+	// (go loop.Serve(ln)); a Shutdown that comes before it has set svr found
+	// nothing to close and returned, and Serve then served the listener for
+	// good. A Serve after Shutdown now closes the listener and returns.
+	shut bool
 }
 
 // Serve implements EventLoop.
@@ -147,6 +152,10 @@ func (evl *eventLoop) Serve(ln net.Listener) error {
 		return err
 	}
 	evl.Lock()
+	if evl.shut {
+		evl.Unlock()
+		return npln.Close()
+	}
 	evl.svr = newServer(npln, evl.opts, evl.quit)
 	evl.svr.Run()
 	evl.Unlock()
@@ -160,6 +169,7 @@ func (evl *eventLoop) Serve(ln net.Listener) error {
 // Shutdown signals a shutdown a begins server closing.
 func (evl *eventLoop) Shutdown(ctx context.Context) error {
 	evl.Lock()
+	evl.shut = true
 	svr := evl.svr
 	evl.svr = nil
 	evl.Unlock()

@@ -272,8 +272,18 @@ func TestGracefulExit(t *testing.T) {
 
 	// exit with processing connections
 	trigger := make(chan struct{})
+	// kraken.patch, test fix: the dials and writes below complete in the
+	// kernel (listen backlog, socket buffers) whether or not the event loop
+	// has accepted and read anything yet; a connection it has not read from is
+	// idle and Shutdown closes it. So wait until all ten are being processed,
+	// which is what "shutdown timeout" below relies on.
+	var processing int32
+	allProcessing := make(chan struct{})
 	eventLoop2 := newTestEventLoop(network, address,
 		func(ctx context.Context, conn Connection) error {
+			if atomic.AddInt32(&processing, 1) == 10 {
+				close(allProcessing)
+			}
 			<-trigger
 			rd := conn.Reader()
 			rd.Next(rd.Len()) // avoid dead loop
@@ -286,6 +296,7 @@ func TestGracefulExit(t *testing.T) {
 		_, err = conn.Write(make([]byte, 16))
 		MustNil(t, err)
 	}
+	<-allProcessing
 	// shutdown timeout
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Millisecond*100)
 	defer cancel2()

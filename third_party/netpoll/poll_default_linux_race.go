@@ -17,12 +17,36 @@
 
 package netpoll
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
+// In race builds the event data holds the descriptor, not the operator (the
+// operator is looked up in p.m), and a descriptor is reused as soon as it is
+// closed. An event that epoll_wait returned for a registration that was then
+// removed, its descriptor closed and reopened and registered again (say, a
+// connection closed while the poller was still working through the batch, its
+// descriptor taken by a new dial) would find the new operator: a pollDesc
+// waiting for its connect would be handed the old socket's EPOLLIN|EPOLLHUP
+// and fail the dial with "closed by peer". So the event data also carries the
+// number of the registration it was armed for, and an event whose number is
+// not that of the descriptor's current registration is dropped, as the
+// pointer of the non-race build drops it (the old operator is not reused
+// before the batch is done, and do() fails on it).
 type eventdata struct {
 	fd  int32
-	pad int32
+	gen uint32 // the registration, see raceEntry
 }
+
+// raceEntry is the operator registered for a descriptor and the number of
+// that registration; EPOLL_CTL_MOD of the same operator keeps the number.
+type raceEntry struct {
+	op  *FDOperator
+	gen uint32
+}
+
+var raceGen uint32
 
 func (p *defaultPoll) getOperator(fd int, ptr unsafe.Pointer) *FDOperator {
 	data := *(*eventdata)(ptr)
@@ -30,12 +54,22 @@ func (p *defaultPoll) getOperator(fd int, ptr unsafe.Pointer) *FDOperator {
 	if tmp == nil {
 		return nil
 	}
-	return tmp.(*FDOperator)
+	e := tmp.(raceEntry)
+	if e.gen != data.gen {
+		return nil // armed for an earlier registration of this descriptor
+	}
+	return e.op
 }
 
 func (p *defaultPoll) setOperator(ptr unsafe.Pointer, operator *FDOperator) {
-	*(*eventdata)(ptr) = eventdata{fd: int32(operator.FD)}
-	p.m.Store(operator.FD, operator)
+	e := raceEntry{op: operator}
+	if tmp, ok := p.m.Load(operator.FD); ok && tmp.(raceEntry).op == operator {
+		e.gen = tmp.(raceEntry).gen
+	} else {
+		e.gen = atomic.AddUint32(&raceGen, 1)
+	}
+	*(*eventdata)(ptr) = eventdata{fd: int32(operator.FD), gen: e.gen}
+	p.m.Store(operator.FD, e)
 }
 
 func (p *defaultPoll) delOperator(operator *FDOperator) {
