@@ -70,7 +70,7 @@ type Conn struct {
 	revalidate bool  // a revalidation is in flight
 	held       *held // deliveries held back during a replay (hold.go); nil almost always
 
-	tap atomic.Pointer[tap] // the unacked deliveries of an acking resumable connection (tap.go)
+	tap atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
 }
 
 // Transport returns the stream the connection was registered with; the
