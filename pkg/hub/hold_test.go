@@ -82,7 +82,7 @@ func TestTapBounds(t *testing.T) {
 	if len(tp.ents) != 1 || !tp.overflow || tp.bytes != len(big) {
 		t.Fatalf("bytes bound: %d kept, %d bytes, overflow %v", len(tp.ents), tp.bytes, tp.overflow)
 	}
-	tp = &tap{}
+	tp = &tap{ackSeen: true} // TapMaxBeforeAck is TestTapBeforeTheFirstAck's
 	for i := 0; i < TapMax+10; i++ {
 		c.tapDelivery(tp, &Publication{Msg: wire.Message{MsgID: strconv.Itoa(i)}}, "t", false, now)
 	}
@@ -134,5 +134,42 @@ func TestTapLetsGoOfANonAcker(t *testing.T) {
 	acker.Touch(now + int64(DefaultTapAckWait) + 1)
 	if d, _ := acker.Tapped(); len(d) != 1 || d[0].Msg.Msg.MsgID != "b" {
 		t.Fatalf("an acking client's unacked delivery: %+v", d)
+	}
+}
+
+// TestTapBeforeTheFirstAck: until its client acks anything, a tap keeps at
+// most TapMaxBeforeAck deliveries (a client that does not ack holds little
+// until it is found out); after an ack, up to TapMax.
+func TestTapBeforeTheFirstAck(t *testing.T) {
+	c := &Conn{}
+	tp := &tap{}
+	now := time.Now().UnixNano()
+	for i := 0; i < TapMaxBeforeAck+10; i++ {
+		c.tapDelivery(tp, &Publication{Msg: wire.Message{MsgID: strconv.Itoa(i)}}, "t", false, now)
+	}
+	if len(tp.ents) != TapMaxBeforeAck || !tp.overflow {
+		t.Fatalf("before any ack: %d kept, overflow %v; want %d and true", len(tp.ents), tp.overflow, TapMaxBeforeAck)
+	}
+	tp.ackSeen = true
+	for i := 0; i < TapMaxBeforeAck; i++ {
+		c.tapDelivery(tp, &Publication{Msg: wire.Message{MsgID: "x" + strconv.Itoa(i)}}, "t", false, now)
+	}
+	if len(tp.ents) != 2*TapMaxBeforeAck {
+		t.Fatalf("after an ack: %d kept, want %d", len(tp.ents), 2*TapMaxBeforeAck)
+	}
+}
+
+// TestTapKeepsReplayedMessages: a message a replay wrote is kept like a
+// delivery, reported with its payload until acked by its msgId.
+func TestTapKeepsReplayedMessages(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	c := &Conn{w: h.workers[0]}
+	c.StartTap()
+	c.TapReplayed("r1", "t", []byte{0x80})
+	c.TapReplayed("r2", "t", []byte{0x81})
+	c.TapAck("r1")
+	d, _ := c.Tapped()
+	if len(d) != 1 || d[0].Msg != nil || d[0].MsgID != "r2" || d[0].Topic != "t" || string(d[0].Payload) != "\x81" {
+		t.Fatalf("tapped %+v, want r2's payload only", d)
 	}
 }

@@ -7,9 +7,15 @@ import (
 
 // TapMax and TapMaxBytes (of their data) bound the deliveries a tap
 // keeps: past either the oldest go, and the tap says it overflowed.
+// TapMaxBeforeAck bounds them while the client has acked nothing yet: a
+// client that acks does so within a round trip, and one that does not ack
+// (found out at its next frame, Config.TapAckWait) holds at most this many
+// entries meanwhile (protocol.md §12: no memory growth for unacked
+// messages).
 const (
-	TapMax      = 1024
-	TapMaxBytes = 1 << 20
+	TapMax          = 1024
+	TapMaxBytes     = 1 << 20
+	TapMaxBeforeAck = 64
 )
 
 // DefaultTapAckWait is how long a tapped connection's client may read on (send
@@ -39,19 +45,44 @@ var tapOff = &tap{off: true}
 
 type tapEntry struct {
 	p        *Publication
+	r        *replayed // instead of p: a message written by a replay
 	display  string
 	at       int64 // unix ns of the delivery
 	wildcard bool
 	acked    bool
 }
 
+// replayed is a message a replay wrote (TapReplayed): its msgId and the
+// MessagePack payload it was written with (isReplay:true).
+type replayed struct {
+	id      string
+	payload []byte
+}
+
+func (e *tapEntry) msgID() string {
+	if e.r != nil {
+		return e.r.id
+	}
+	return e.p.Msg.MsgID
+}
+
+func (e *tapEntry) size() int {
+	if e.r != nil {
+		return len(e.r.payload)
+	}
+	return len(e.p.Msg.Data)
+}
+
 // Delivered is one delivery a tap kept: the message as the subscription
-// with display topic Topic got it.
+// with display topic Topic got it; for one a replay wrote, Msg is nil and
+// MsgID and Payload are what the replay wrote.
 type Delivered struct {
-	Msg   *Publication
-	Topic string
-	Wild  bool
-	Acked bool
+	Msg     *Publication
+	Topic   string
+	Wild    bool
+	Acked   bool
+	MsgID   string
+	Payload []byte
 }
 
 // nonAckerLocked reports whether the client has read on for wait past the
@@ -78,20 +109,43 @@ func (c *Conn) tapDelivery(t *tap, p *Publication, display string, wildcard bool
 		c.tap.Store(tapOff)
 		return
 	}
+	t.appendLocked(tapEntry{p: p, display: display, at: now, wildcard: wildcard})
+	t.mu.Unlock()
+}
+
+// appendLocked keeps e, dropping the oldest past the bounds.
+func (t *tap) appendLocked(e tapEntry) {
 	if t.ents == nil {
 		t.ents = make([]tapEntry, 0, 4)
 	}
-	t.ents = append(t.ents, tapEntry{p: p, display: display, at: now, wildcard: wildcard})
-	t.bytes += len(p.Msg.Data)
+	t.ents = append(t.ents, e)
+	t.bytes += e.size()
+	max := TapMax
+	if !t.ackSeen {
+		max = TapMaxBeforeAck
+	}
 	n := 0
-	for len(t.ents)-n > TapMax || t.bytes > TapMaxBytes && len(t.ents)-n > 1 {
-		t.bytes -= len(t.ents[n].p.Msg.Data)
+	for len(t.ents)-n > max || t.bytes > TapMaxBytes && len(t.ents)-n > 1 {
+		t.bytes -= t.ents[n].size()
 		if !t.ents[n].acked {
 			t.overflow = true
 		}
 		n++
 	}
 	t.dropHead(n)
+}
+
+// TapReplayed keeps a message a replay wrote to c (msgId id, for the
+// subscription with display topic display, payload as written) like a
+// delivery, so that a client that drops during or right after its replay
+// gets it again. On c's worker; a no-op without a tap.
+func (c *Conn) TapReplayed(id, display string, payload []byte) {
+	t := c.tap.Load()
+	if t == nil || t.off {
+		return
+	}
+	t.mu.Lock()
+	t.appendLocked(tapEntry{r: &replayed{id: id, payload: payload}, display: display, at: c.w.now()})
 	t.mu.Unlock()
 }
 
@@ -115,14 +169,14 @@ func (c *Conn) TapAck(msgIDs ...string) {
 	t.ackSeen = true
 	for _, id := range msgIDs {
 		for i := len(t.ents) - 1; i >= 0; i-- {
-			if e := &t.ents[i]; e.p.Msg.MsgID == id {
+			if e := &t.ents[i]; e.msgID() == id {
 				e.acked = true
 			}
 		}
 	}
 	n := 0
 	for n < len(t.ents) && t.ents[n].acked {
-		t.bytes -= len(t.ents[n].p.Msg.Data)
+		t.bytes -= t.ents[n].size()
 		n++
 	}
 	t.dropHead(n)
@@ -160,8 +214,13 @@ func (c *Conn) Tapped() (d []Delivered, overflow bool) {
 		return nil, false
 	}
 	for _, e := range t.ents {
-		if !e.acked {
-			d = append(d, Delivered{Msg: e.p, Topic: e.display, Wild: e.wildcard})
+		if e.acked {
+			continue
+		}
+		if e.r != nil {
+			d = append(d, Delivered{Topic: e.display, MsgID: e.r.id, Payload: e.r.payload})
+		} else {
+			d = append(d, Delivered{Msg: e.p, Topic: e.display, Wild: e.wildcard, MsgID: e.p.Msg.MsgID})
 		}
 	}
 	return d, t.overflow

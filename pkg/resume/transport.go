@@ -27,19 +27,23 @@ func (encoding) Message(m *wire.Message) []byte {
 	r := *m
 	r.IsReplay = true
 	id := r.MsgID
+	b := keptHeader(make([]byte, 0, 3+len(id)+64+2*len(r.Topic)+len(r.Data)), id, r.Topic)
+	return wire.AppendMessage(b, &r)
+}
+
+// keptHeader appends the head of a kept frame (see encoding) to b: the
+// msgId, at most 255 bytes, and the display topic, at most 65,535.
+func keptHeader(b []byte, id, topic string) []byte {
 	if len(id) > 255 {
 		id = id[:255]
 	}
-	topic := r.Topic
 	if len(topic) > 0xffff {
 		topic = topic[:0xffff]
 	}
-	b := make([]byte, 0, 3+len(id)+64+2*len(r.Topic)+len(r.Data))
 	b = append(b, byte(len(id)))
 	b = append(b, id...)
 	b = append(b, byte(len(topic)>>8), byte(len(topic)))
-	b = append(b, topic...)
-	return wire.AppendMessage(b, &r)
+	return append(b, topic...)
 }
 
 func (encoding) Close(disconnect.Disconnect) []byte { return nil }
@@ -260,6 +264,10 @@ func (t *transport) inFlight(c *hub.Conn, specs []Spec) {
 	for _, e := range d {
 		s := kept[e.Topic]
 		if s == nil {
+			continue
+		}
+		if e.Msg == nil { // written by a replay, and not acked since
+			frames = append(frames, append(keptHeader(nil, e.MsgID, e.Topic), e.Payload...))
 			continue
 		}
 		m := e.Msg.Msg

@@ -596,3 +596,31 @@ func TestResumeUnsubscribedBeforeTheReplay(t *testing.T) {
 	p.ExpectFields("type", "message", "topic", b, "data", int64(2000))
 	p.ExpectNothing(200 * time.Millisecond)
 }
+
+// TestResumeDropDuringTheReplay: a client whose network goes while its
+// replay is being read gets, on its next resume, every replayed message it
+// did not ack (they are kept until acked, as deliveries are), then what
+// was published meanwhile; nothing is lost behind a complete:true.
+func TestResumeDropDuringTheReplay(t *testing.T) {
+	s := resumeOn(t, time.Minute)
+	const topic = "demo/general/dropreplay"
+	bob, _ := jsSubscriber(t, s, topic, false)
+	subscribe(t, bob, topic)
+	drop(t, s, bob)
+	publishN(t, s, topic, 0, 50)
+
+	bob2, _ := jsSubscriber(t, s, topic, true)
+	bob2.ExpectFields("type", "replayStart", "count", int64(50))
+	for i := int64(0); i < 10; i++ {
+		m := bob2.ExpectFields("type", "message", "isReplay", true, "data", i)
+		if i < 5 {
+			bob2.Send("type", "ack", "msgId", m.Map["msgId"])
+		}
+	}
+	drop(t, s, bob2) // 10..49 unread, 5..9 read but not acked; the acks come before the FIN
+	publishN(t, s, topic, 50, 2)
+
+	bob3, _ := jsSubscriber(t, s, topic, true)
+	expectReplay(t, bob3, 5, 47, true)
+	bob3.ExpectNothing(200 * time.Millisecond)
+}

@@ -152,6 +152,7 @@ func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, reason strin
 	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
 	for _, m := range missed {
 		c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
+		c.TapReplayed(m.MsgID, m.Topic, m.Payload) // kept until acked, as a delivery is
 	}
 	end := &wire.ReplayEnd{Replayed: len(missed), Complete: reason == "", Reason: reason}
 	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil, end)}))
