@@ -38,7 +38,10 @@ func dialNonReader(t *testing.T, s *Server) *testpeer.Peer {
 
 func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 	const bound = 64 << 10
-	s := start(t, func(c *Config) { c.Hub.OutboundMaxBytes = bound })
+	// The input bound is put out of reach: a reader slowed down (race
+	// detector, a loaded machine) otherwise lets 4 MiB of pings wait and
+	// closes the flooder as input_overflow first, a close of its own test.
+	s := start(t, func(c *Config) { c.Hub.OutboundMaxBytes = bound; c.MaxInputBacklog = 64 << 20 })
 	bystander := authed(t, s, "dev-token-bob")
 	subscribe(t, bystander, "demo/general/bystander")
 	flooder := dialNonReader(t, s)
@@ -61,7 +64,7 @@ func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 		sent += 1000
 	}
 	t.Logf("stopped writing after %d pings (%d KiB of pongs owed)", sent, sent*127>>10)
-	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().SlowConsumers == 1 })
+	waitFor(t, 10*time.Second, func() bool { return s.Hub().Stats().SlowConsumers == 1 })
 	expectClosedBy(t, flooder.Conn, flooder.Conn, 10*time.Second)
 
 	// Everyone else is served as before.
