@@ -37,9 +37,16 @@ test: lint ## The one test command: gofmt, vet, race tests, netpoll's tests, fuz
 # of its tests run: the whole-package failures and hangs once seen (on the
 # pristine v0.7.2 as well) were four netpoll bugs and two racy tests, fixed in
 # kraken.patch (PATCH.md, "Fixes of upstream bugs", "Test fixes", "Tests").
-# About half a minute.
+# TestOnDisconnect, which fails about once in several hundred runs on the
+# pristine v0.7.2 as on ours (not traced yet: one connection's OnDisconnect
+# comes after its handler's one-second wait), runs on its own afterwards and
+# is tried a second time when it fails; a regression fails both. About half
+# a minute.
 test-netpoll: ## netpoll's own tests (third_party/netpoll), race detector on
-	cd third_party/netpoll && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
+	cd third_party/netpoll && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m -skip '^TestOnDisconnect$$' ./...
+	cd third_party/netpoll && { $(GO) test -race -count=1 -run '^TestOnDisconnect$$' . || \
+	  { echo "TestOnDisconnect failed once (known rare upstream failure, PATCH.md): trying it again" >&2; \
+	    $(GO) test -race -count=1 -run '^TestOnDisconnect$$' . ; } ; }
 
 lint: ## gofmt -l (must print nothing) and go vet
 	@unformatted=$$($(GO_FILES) | xargs -0 -r gofmt -l); \
