@@ -43,7 +43,7 @@ func TestCLISubResume(t *testing.T) {
 	proxy.Hold()
 	proxy.Cut()
 	deadline := time.Now().Add(10 * time.Second)
-	for e.srv.Protocol().ResumeLen() != 1 { // the broker parked the session
+	for e.srv.Protocol().ResumeStats().Parked != 1 { // the broker parked the session
 		if time.Now().After(deadline) {
 			t.Fatal("the broker did not park the session")
 		}

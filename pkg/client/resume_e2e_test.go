@@ -99,7 +99,7 @@ func (e *resumeEnv) cut(t *testing.T) {
 	t.Helper()
 	e.proxy.Hold()
 	e.proxy.Cut()
-	waitFor(t, "the broker to park bob's session", func() bool { return e.b.srv.Protocol().ResumeLen() == 1 })
+	waitFor(t, "the broker to park bob's session", func() bool { return e.b.srv.Protocol().ResumeStats().Parked == 1 })
 }
 
 // next returns bob's next event.
@@ -216,7 +216,7 @@ func TestResumeExpiredSessionReplaysNothing(t *testing.T) {
 	seen := map[string]bool{}
 	e.cut(t)
 	e.publish(t, 0, 5) // collected, then let go of with the session
-	waitFor(t, "the session to expire", func() bool { return e.b.srv.Protocol().ResumeLen() == 0 })
+	waitFor(t, "the session to expire", func() bool { return e.b.srv.Protocol().ResumeStats().Parked == 0 })
 	e.proxy.Release()
 
 	e.replayEnd(t, client.ReplayInfo{Count: 0, Replayed: 0, Complete: false, Reason: client.ReplaySessionExpired})

@@ -134,12 +134,12 @@ func (t *transport) drop() {
 // it to the next member that accepts it, or to none when the group has no
 // member here any more (counted as lost).
 func (t *transport) giveBack(lb []unacked) {
+	stats := t.stats
 	for _, g := range lb {
 		p := &hub.Publication{Key: g.p.Key, Topic: g.p.Topic, Filter: g.p.Filter, Msg: g.p.Msg, Echo: true}
 		p.Msg.IsReplay = true
 		p.Msg.SourceTopic = ""
 		p.Frame = wsframe.Message(&p.Msg)
-		stats := t.stats
 		t.h.Redeliver(p, g.group, g.key, func(delivered bool) {
 			if stats == nil {
 				return

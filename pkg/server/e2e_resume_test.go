@@ -39,7 +39,7 @@ func jsSubscriber(t *testing.T, s *Server, topic string, reconnect bool) (*testp
 func drop(t *testing.T, s *Server, p *testpeer.Peer) {
 	t.Helper()
 	_ = p.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.proto.ResumeLen() == 1 })
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 1 })
 }
 
 func publishN(t *testing.T, s *Server, topic string, from, n int) {
@@ -218,7 +218,7 @@ func TestResumeFreshConnect(t *testing.T) {
 		t.Fatalf("restoredSubscriptions = %v on a fresh connect", rs)
 	}
 	bob2.ExpectNothing(200 * time.Millisecond)
-	waitFor(t, 5*time.Second, func() bool { return s.proto.ResumeLen() == 0 })
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 0 })
 }
 
 // TestResumeOffByDefault: without RESUME_SESSIONS nothing is kept.
@@ -252,7 +252,7 @@ func TestResumeTakeOver(t *testing.T) {
 	bob2.ExpectFields("type", "replayEnd", "complete", false, "reason", "session_taken_over")
 	_ = bob.Conn.Close()
 	time.Sleep(100 * time.Millisecond)
-	if n := s.proto.ResumeLen(); n != 0 {
+	if n := s.Stats().Resume.Parked; n != 0 {
 		t.Fatalf("%d sessions parked after the old connection closed", n)
 	}
 	publishN(t, s, topic, 0, 1)
@@ -274,7 +274,7 @@ func TestResumeByClientID(t *testing.T) {
 	subscribe(t, laptop, "demo/general/l")
 	_ = phone.Conn.Close()
 	_ = laptop.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.proto.ResumeLen() == 2 })
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 2 })
 	publishN(t, s, "demo/general/p", 0, 2)
 	publishN(t, s, "demo/general/l", 10, 3)
 	phone2, f := dial("phone", true)

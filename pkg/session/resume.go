@@ -36,8 +36,7 @@ func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Regis
 
 // State.resume bits.
 const (
-	resumeLive  uint8 = 1 << iota // the connection is its resumable session's live one
-	resumeTap                     // its client acks: its unacked deliveries are kept (hub.Conn.StartTap)
+	resumeLive  uint8 = 1 << iota // the connection is its resumable session's live one (its tap started)
 	resumeNever                   // its transport keeps no session (NotResumable)
 )
 
@@ -52,14 +51,9 @@ func (st *State) NotResumable() { st.resume |= resumeNever }
 // (started when it attached), so that only the unacked ones are replayed
 // after a drop.
 func (p *Protocol) noteAck(st *State, ids []string) {
-	if st.resume&resumeLive == 0 {
-		return
+	if st.resume&resumeLive != 0 {
+		st.Conn.TapAck(ids...)
 	}
-	if st.resume&resumeTap == 0 {
-		st.resume |= resumeTap
-		p.hub.Run(st.Conn, (*hub.Conn).StartTap)
-	}
-	st.Conn.TapAck(ids...)
 }
 
 // resumed is what attachSession found for a resumable connection.
@@ -82,7 +76,7 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 	if !ok { // another live connection holds the session (OQ-51)
 		return nil
 	}
-	st.resume |= resumeLive | resumeTap
+	st.resume |= resumeLive
 	// Its unacked deliveries are kept from the start, so those lost in
 	// flight with its network are replayed; a client that does not ack is
 	// recognised and keeps nothing (hub.Config.TapAckWait).
@@ -164,9 +158,6 @@ func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, reason strin
 func (p *Protocol) parkOnClose(c *hub.Conn) bool {
 	return p.resume.Closed(c)
 }
-
-// ResumeLen returns the sessions kept while disconnected.
-func (p *Protocol) ResumeLen() int { return p.resume.Len() }
 
 // ResumeStats returns the resumable sessions' counters.
 func (p *Protocol) ResumeStats() resume.Stats { return p.resume.Stats() }

@@ -16,7 +16,7 @@ type State struct {
 	sec         uint32 // wall-clock second (unix) of the rate and error windows
 	rateN, errN uint32 // publishes / error frames in that second
 	failures    uint8  // failed auth attempts (OQ-65)
-	resume      uint8  // resumeLive, resumeTap (resume.go); in what was padding
+	resume      uint8  // resumeLive, resumeNever (resume.go); in what was padding
 	logged      uint16 // refusal kinds already logged at info (logRefusal)
 }
 
