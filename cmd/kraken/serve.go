@@ -94,6 +94,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		Hub: hub.Config{
 			Workers:            workers,
 			OutboundMaxBytes:   cfg.OutboundMaxBytes,
+			WriteTimeout:       cfg.WriteTimeout,
 			MaxSubscriptions:   cfg.MaxSubscriptions,
 			HandshakeTimeout:   cfg.HandshakeTimeout,
 			AuthTimeout:        cfg.AuthTimeout,

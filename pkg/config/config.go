@@ -145,6 +145,11 @@ type Config struct {
 	// is closed as a slow consumer (OUTBOUND_MAX_BYTES, 4194304). At least
 	// MaxFrameSize.
 	OutboundMaxBytes int
+	// WriteTimeout closes, as a slow consumer (1008), a connection with
+	// bytes queued whose socket has taken none of them for this long,
+	// whether or not it still sends frames (WRITE_TIMEOUT_SECONDS, 30 s;
+	// nats-server's write_deadline).
+	WriteTimeout time.Duration
 	// MaxSubscriptions bounds the subscriptions of one connection
 	// (MAX_SUBSCRIPTIONS, 1000).
 	MaxSubscriptions int

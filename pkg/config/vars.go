@@ -149,6 +149,8 @@ var settings = []setting{
 		func(c *Config) *int { return &c.Workers }, 0, 1<<16),
 	intSetting("OUTBOUND_MAX_BYTES", "4194304", "queued outbound bytes per connection before a slow consumer is closed",
 		func(c *Config) *int { return &c.OutboundMaxBytes }, 1, maxBytes),
+	secondsSetting("WRITE_TIMEOUT_SECONDS", "30", "close as a slow consumer a connection whose socket has taken none of its queued bytes for this many seconds",
+		func(c *Config) *time.Duration { return &c.WriteTimeout }, 1),
 	intSetting("MAX_SUBSCRIPTIONS", "1000", "subscriptions per connection",
 		func(c *Config) *int { return &c.MaxSubscriptions }, 1, maxCount),
 	secondsSetting("SHUTDOWN_TIMEOUT_SECONDS", "10", "graceful shutdown limit in seconds (0 = close at once)",

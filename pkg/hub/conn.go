@@ -49,7 +49,6 @@ type Conn struct {
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
 	sess       atomic.Pointer[Session]
-	replies    atomic.Int32 // replies a worker still owes the connection
 
 	// Guarded by wmu.
 	wmu      sync.Mutex
@@ -60,8 +59,10 @@ type Conn struct {
 	out      [][]byte  // queued frames, oldest first; out[0] may be partly written
 	inline   [1][]byte // backing store of out while it holds one frame: no allocation per delivery
 	outBytes int
-	retrying bool // on the owning worker's retry list
-	slow     bool // over the outbound bound; a close is scheduled
+	retrying bool        // on the owning worker's retry list
+	slow     bool        // over the outbound bound; a close is scheduled
+	sent     uint32      // bytes the transport took, modulo 2^32: a retry compares it to see progress
+	rq       *replyQueue // the replies owed and what waits behind them (replies.go); nil when none
 
 	// Owned by the worker.
 	idx        int32 // position in worker.conns, -1 when unregistered
@@ -90,18 +91,6 @@ func (c *Conn) Session() *Session { return c.sess.Load() }
 
 // SetSession installs s (after auth or a revalidation).
 func (c *Conn) SetSession(s *Session) { c.sess.Store(s) }
-
-// ExpectReply records that a worker will write a reply for a request just
-// handed to it (a subscribe with Reply set, an unsubscribe, or a Run that
-// ends with ReplyDone). The reader keeps its own replies behind it, so
-// replies come back in request order (protocol.md §3.3).
-func (c *Conn) ExpectReply() { c.replies.Add(1) }
-
-// ReplyDone marks one expected reply as written.
-func (c *Conn) ReplyDone() { c.replies.Add(-1) }
-
-// PendingReplies returns the number of replies workers still owe c.
-func (c *Conn) PendingReplies() int32 { return c.replies.Load() }
 
 // Closed reports whether the connection is closed or closing.
 func (c *Conn) Closed() bool {
@@ -140,14 +129,16 @@ func (c *Conn) SetFrameStart(ns int64) { c.frameStart.Store(ns) }
 // FrameStart returns what SetFrameStart last recorded.
 func (c *Conn) FrameStart() int64 { return c.frameStart.Load() }
 
-// Write queues frame for the connection. frame must stay unmodified until it
-// is written: callers pass frames they never touch again. It returns false
-// when the connection is closed or was just found to be a slow consumer
-// (Config.OutboundMaxBytes exceeded), in which case a 1008 close is
-// scheduled. Write never blocks on the socket; call Flush to push the queue.
+// Write queues frame, a reply of the connection's reader, behind the
+// replies the connection is owed (ExpectReply), in request order; code on
+// a worker uses WriteFrame or Writer.Write. frame must stay unmodified until it is written: callers
+// pass frames they never touch again. It returns false when the connection
+// is closed or was just found to be a slow consumer (Config.OutboundMaxBytes
+// exceeded), in which case a 1008 close is scheduled. Write never blocks on
+// the socket; call Flush to push the queue.
 func (c *Conn) Write(frame []byte) bool {
 	c.wmu.Lock()
-	ok := c.appendLocked(frame)
+	ok := c.appendLocked(frame, true)
 	c.wmu.Unlock()
 	return ok
 }
@@ -155,7 +146,7 @@ func (c *Conn) Write(frame []byte) bool {
 // WriteFlush is Write followed by Flush.
 func (c *Conn) WriteFlush(frame []byte) bool {
 	c.wmu.Lock()
-	ok := c.appendLocked(frame)
+	ok := c.appendLocked(frame, true)
 	if ok {
 		c.flushLocked()
 	}
@@ -171,33 +162,50 @@ func (c *Conn) Flush() {
 	c.wmu.Unlock()
 }
 
-func (c *Conn) appendLocked(frame []byte) bool {
+// appendLocked queues frame: a reply of the reader's when reply is set,
+// else a worker's frame (see replyQueue for where each waits while
+// replies are owed).
+func (c *Conn) appendLocked(frame []byte, reply bool) bool {
 	if c.closed || c.closing || c.slow {
 		return false
 	}
-	if c.outBytes+len(frame) > c.w.h.cfg.OutboundMaxBytes {
-		c.overflowLocked()
+	if c.outBytes+c.heldBytes()+len(frame) > c.w.h.cfg.OutboundMaxBytes {
+		c.overflowLocked(SlowOutbound)
 		return false
 	}
+	if !c.holdLocked(reply, frame) {
+		c.queueLocked(frame)
+	}
+	return true
+}
+
+// queueLocked appends frame to the outbound queue.
+func (c *Conn) queueLocked(frame []byte) {
 	if c.out == nil {
 		c.out = c.inline[:0:1]
 	}
 	c.out = append(c.out, frame)
 	c.outBytes += len(frame)
-	return true
 }
 
-// overflowLocked makes c a slow consumer: its queue is cut and a close
-// scheduled.
-func (c *Conn) overflowLocked() {
-	// Keep only the head frame, which may be partly written, so the
-	// close frame that follows it stays well-framed.
-	c.slow = true
+// overflowLocked makes c a slow consumer for cause: its queue is cut and a
+// close scheduled.
+func (c *Conn) overflowLocked(cause SlowCause) {
+	c.cutLocked()
+	c.w.h.stats.slow[cause].Add(1)
+	c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
+}
+
+// cutLocked drops c's queue but its head frame, which may be partly
+// written, so that the close frame that follows stays well-framed; the
+// replies owed and what waits behind them go too. c is a slow consumer
+// from then on: nothing more is queued but the close frame.
+func (c *Conn) cutLocked() {
+	c.slow, c.rq = true, nil
 	if len(c.out) > 0 {
 		clear(c.out[1:])
 		c.out, c.outBytes = c.out[:1], len(c.out[0])
 	}
-	c.w.post(op{kind: opClose, c: c, close: disconnect.New(disconnect.SlowConsumer)})
 }
 
 // iovMax bounds one writev call (Linux IOV_MAX is 1024).
@@ -219,6 +227,7 @@ func (c *Conn) flushLocked() {
 		n, err := c.t.Writev(batch)
 		if n > 0 {
 			c.consumeLocked(n)
+			c.sent += uint32(n)
 		}
 		if err != nil {
 			// The peer is gone; the transport will report the close.
@@ -233,7 +242,7 @@ func (c *Conn) flushLocked() {
 	if c.outBytes == 0 {
 		c.inline[0] = nil
 		c.out = nil // a larger backing array is released; the inline one is reused
-		if c.closing && !c.shut && !c.closed {
+		if c.closing && c.rq == nil && !c.shut && !c.closed {
 			// The close frame is out: send FIN after it and keep reading
 			// until the peer closes or the sweep's deadline (closeWith).
 			c.shut = true
@@ -270,19 +279,20 @@ func (c *Conn) scheduleRetryLocked() {
 func (c *Conn) markClosed() {
 	c.wmu.Lock()
 	c.closed = true
-	c.out, c.outBytes = nil, 0
+	c.out, c.outBytes, c.rq = nil, 0, nil
 	c.wmu.Unlock()
 }
 
 // closeWith closes c for d (safe from any goroutine, more than once: the
-// first decision wins). What is queued stays queued, except after a slow
-// consumer overflow, whose queue was already cut to its partly written head;
-// the close frame goes after it (RFC 6455 §5.5.1, none before the upgrade).
-// Once the queue is written, the write side is shut down (FIN), and the
-// socket is released when the peer closes its side or, at the latest,
-// Config.CloseTimeout later by the worker's sweep: closing a socket with
-// unread input would make the kernel send RST, which discards the close
-// frame still on its way (RFC 6455 §7.1.1, §7.1.7).
+// first decision wins). What is queued stays queued, and so do the replies
+// c is owed (ExpectReply): the close frame goes after them (RFC 6455
+// §5.5.1, none before the upgrade), except after a slow consumer overflow,
+// whose queue was already cut to its partly written head. Once the queue
+// is written, the write side is shut down (FIN), and the socket is
+// released when the peer closes its side or, at the latest,
+// Config.CloseTimeout after the decision by the worker's sweep: closing a
+// socket with unread input would make the kernel send RST, which discards
+// the close frame still on its way (RFC 6455 §7.1.1, §7.1.7).
 func (c *Conn) closeWith(d disconnect.Disconnect) {
 	c.wmu.Lock()
 	if c.closed || c.closing {
@@ -290,22 +300,28 @@ func (c *Conn) closeWith(d disconnect.Disconnect) {
 		return
 	}
 	c.closing, c.slow, c.reason = true, false, d.Reason
-	if f := c.closeFrame(d); f != nil {
-		if c.out == nil {
-			c.out = c.inline[:0:1]
-		}
-		c.out = append(c.out, f)
-		c.outBytes += len(f)
-	}
 	c.closeAt.Store(time.Now().UnixNano() + int64(c.w.h.cfg.CloseTimeout))
-	c.flushLocked()
+	if c.rq != nil {
+		c.rq.closeAfter = &d // answerLocked finishes it
+	} else {
+		c.finishCloseLocked(d)
+	}
 	c.wmu.Unlock()
 	c.w.h.stats.closed[d.Reason].Add(1)
 }
 
+// finishCloseLocked queues the close frame of d behind everything and
+// flushes; the write side is shut down once it is out (flushLocked).
+func (c *Conn) finishCloseLocked(d disconnect.Disconnect) {
+	if f := c.closeFrame(d); f != nil {
+		c.queueLocked(f)
+	}
+	c.flushLocked()
+}
+
 // CloseNow closes c for d from the calling goroutine, behind what is
-// already queued (Hub.CloseNow); a transport's reader calls it so that
-// nothing it reads later is answered.
+// queued and the replies it is owed (Hub.CloseNow); a transport's reader
+// calls it so that nothing it reads later is answered.
 func (c *Conn) CloseNow(d disconnect.Disconnect) { c.closeWith(d) }
 
 // closeFrame is what ends c's session for d in its encoding, nil for

@@ -13,7 +13,8 @@ type member struct {
 	filters []string
 	g       *group
 	pos     int
-	reply   []byte
+	reply   []byte // the `subscribed` frame, answering ticket; nil for none
+	ticket  Ticket
 	// noRetained: SubSpec.NoRetained, no retained message on joining.
 	noRetained bool
 }

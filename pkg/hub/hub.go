@@ -19,6 +19,12 @@ type Config struct {
 	// OutboundMaxBytes bounds each connection's queued outbound bytes; a
 	// connection over it is closed as a slow consumer (1008). 0 means 4 MiB.
 	OutboundMaxBytes int
+	// WriteTimeout closes as a slow consumer (1008, SlowWriteTimeout) a
+	// connection with bytes queued whose socket has taken none of them for
+	// this long, whether or not the client still sends frames
+	// (WRITE_TIMEOUT_SECONDS, after nats-server's write_deadline). 0 means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// MaxPendingPublications is the number of queued publications at which
 	// a worker counts as behind and Hub.Busy refuses new ones; 0 means
 	// 65536.
@@ -79,6 +85,9 @@ func (c *Config) setDefaults() {
 	if c.OutboundMaxBytes <= 0 {
 		c.OutboundMaxBytes = 4 << 20
 	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
 	if c.MaxPendingPublications <= 0 {
 		c.MaxPendingPublications = 65536
 	}
@@ -127,8 +136,10 @@ type Stats struct {
 	Groups        int64  // load-balanced groups
 	Publications  uint64 // publications fanned out
 	Deliveries    uint64 // message frames queued to connections
-	SlowConsumers uint64 // connections closed for exceeding OutboundMaxBytes
-	IdleClosed    uint64 // connections closed by the idle, frame, auth or handshake deadline
+	SlowConsumers uint64 // connections closed as slow consumers, whatever the cause
+	// Slow counts the slow consumers by cause (indexed by SlowCause).
+	Slow       [NumSlowCauses]uint64
+	IdleClosed uint64 // connections closed by the idle, frame, auth or handshake deadline
 	// Closed counts the connections the broker closed, by reason (indexed
 	// by disconnect.Reason; peers that went away on their own are not
 	// counted).
@@ -139,6 +150,38 @@ type counters struct {
 	conns, subs, groups atomic.Int64
 	pubs                atomic.Uint64
 	closed              [disconnect.NumReasons]atomic.Uint64
+	slow                [NumSlowCauses]atomic.Uint64
+}
+
+// DefaultWriteTimeout is Config.WriteTimeout's default.
+const DefaultWriteTimeout = 30 * time.Second
+
+// SlowCause is why a connection was found to be a slow consumer
+// (disconnect.SlowConsumer, close 1008).
+type SlowCause uint8
+
+// The causes of a slow consumer.
+const (
+	// SlowOutbound: its queue passed Config.OutboundMaxBytes.
+	SlowOutbound SlowCause = iota
+	// SlowWriteTimeout: its socket took no byte for Config.WriteTimeout.
+	SlowWriteTimeout
+	// SlowInflight: its transport's window of unacknowledged deliveries
+	// (an MQTT QoS 1 in-flight window, Acker) was full.
+	SlowInflight
+	// NumSlowCauses is the number of causes.
+	NumSlowCauses
+)
+
+var slowCauseNames = [NumSlowCauses]string{"outbound_bytes", "write_timeout", "inflight_window"}
+
+// String is the cause's metric label: outbound_bytes, write_timeout or
+// inflight_window.
+func (s SlowCause) String() string {
+	if s >= NumSlowCauses {
+		return "unknown"
+	}
+	return slowCauseNames[s]
 }
 
 // Hub is the worker pool. Create it with New, then Start it.
@@ -208,7 +251,7 @@ func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.CloseNow(d) }
 // non-nil Reply counts as an expected reply (Conn.ExpectReply).
 func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
 	if spec.Reply != nil {
-		c.ExpectReply()
+		spec.ticket = c.ExpectReply()
 	}
 	c.w.post(op{kind: opSubscribe, c: c, spec: spec})
 }
@@ -216,8 +259,8 @@ func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
 // Unsubscribe removes c's subscription to pattern, if any, then writes reply
 // (an expected reply).
 func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
-	c.ExpectReply()
-	c.w.post(op{kind: opUnsubscribe, c: c, pattern: pattern, reply: reply})
+	t := c.ExpectReply()
+	c.w.post(op{kind: opUnsubscribe, c: c, pattern: pattern, reply: reply, ticket: t})
 }
 
 // SetFilters replaces the filters of c's subscription to pattern in place,
@@ -226,8 +269,8 @@ func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
 // are in force) and notSub (c has no such subscription) is written, as an
 // expected reply.
 func (h *Hub) SetFilters(c *Conn, pattern string, filters []string, ok, notSub []byte) {
-	c.ExpectReply()
-	c.w.post(op{kind: opSetFilters, c: c, pattern: pattern, filters: filters, reply: ok,
+	t := c.ExpectReply()
+	c.w.post(op{kind: opSetFilters, c: c, pattern: pattern, filters: filters, reply: ok, ticket: t,
 		spec: &SubSpec{TooMany: notSub}})
 }
 
@@ -311,6 +354,9 @@ func (h *Hub) Stats() Stats {
 		st.Closed[i] = h.stats.closed[i].Load()
 	}
 	st.SlowConsumers = st.Closed[disconnect.SlowConsumer]
+	for i := range st.Slow {
+		st.Slow[i] = h.stats.slow[i].Load()
+	}
 	st.IdleClosed = st.Closed[disconnect.IdleTimeout] + st.Closed[disconnect.FrameTimeout] +
 		st.Closed[disconnect.AuthTimeout] + st.Closed[disconnect.HandshakeTimeout]
 	return st
@@ -384,11 +430,18 @@ func (h *Hub) deliveries() uint64 {
 // Writer queues frames from code running on a worker; the worker flushes
 // them at the end of its batch.
 type Writer interface {
+	// Write queues frame to c, behind the replies c is owed.
 	Write(c *Conn, frame []byte)
+	// Answer gives frame (nil: nothing) as the reply of ticket t of c
+	// (Conn.ExpectReply).
+	Answer(c *Conn, t Ticket, frame []byte)
 }
 
 // Write queues frame to c (see Writer).
 func (w *worker) Write(c *Conn, frame []byte) { w.write(c, frame) }
+
+// Answer answers ticket t of c (see Writer).
+func (w *worker) Answer(c *Conn, t Ticket, frame []byte) { w.answer(c, t, frame) }
 
 // RunShared runs fn on the worker that owns the node's shared state
 // (presence, §7), in the order RunShared was called. fn must not block.

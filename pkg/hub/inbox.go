@@ -21,6 +21,7 @@ const (
 	opMemberAdd
 	opMemberRemove
 	opMemberFilters
+	opDeliver
 )
 
 // op is one unit of work for a worker. Only the fields its kind needs are
@@ -33,6 +34,8 @@ type op struct {
 	member  *member
 	pattern string
 	reply   []byte
+	ticket  Ticket // the reply's place (Conn.ExpectReply)
+	wild    bool
 	close   disconnect.Disconnect
 	filters []string
 	fn      func(*Conn)
@@ -87,11 +90,16 @@ func (in *inbox) take(spare []op) []op {
 	return ops
 }
 
+// addRetry hands c to the worker's retry list; only the first of a batch
+// wakes the worker, which arms its retry timer (it never retries at once).
 func (in *inbox) addRetry(c *Conn) {
 	in.mu.Lock()
 	in.retry = append(in.retry, c)
+	first := len(in.retry) == 1
 	in.mu.Unlock()
-	in.wake()
+	if first {
+		in.wake()
+	}
 }
 
 func (in *inbox) takeRetry(spare []*Conn) []*Conn {

@@ -175,6 +175,12 @@ func (w *worker) deliverGroup(p *Publication, g *group) bool {
 	if m == nil {
 		return false
 	}
+	if m.c.w != w {
+		// The member's connection belongs to another worker, which alone
+		// writes its held deliveries and tap: hand the delivery over.
+		m.c.w.post(op{kind: opDeliver, c: m.c, pub: p, pattern: m.pattern, wild: m.wild})
+		return true
+	}
 	w.deliver(p, m.c, m.pattern, m.wild, true)
 	return true
 }

@@ -45,6 +45,7 @@ func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard b
 	}
 	id := c.t.(Acker).Acquire()
 	if id == nil {
+		c.w.h.stats.slow[SlowInflight].Add(1)
 		c.closeWith(disconnect.New(disconnect.SlowConsumer))
 		return
 	}
@@ -80,14 +81,15 @@ func (c *Conn) appendPartsLocked(a, b, d []byte) bool {
 		return false
 	}
 	n := len(a) + len(b) + len(d)
-	if c.outBytes+n > c.w.h.cfg.OutboundMaxBytes {
-		c.overflowLocked()
+	if c.outBytes+c.heldBytes()+n > c.w.h.cfg.OutboundMaxBytes {
+		c.overflowLocked(SlowOutbound)
 		return false
 	}
-	if c.out == nil {
-		c.out = c.inline[:0:1]
+	if c.holdLocked(false, a, b, d) {
+		return true
 	}
-	c.out = append(c.out, a, b, d)
-	c.outBytes += n
+	c.queueLocked(a)
+	c.queueLocked(b)
+	c.queueLocked(d)
 	return true
 }

@@ -3,19 +3,14 @@ package hub
 // subscribe adds or replaces c's subscription to spec.Pattern.
 func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if c.idx < 0 {
-		if spec.Reply != nil {
-			c.ReplyDone()
-		}
+		w.reply(c, spec, nil)
 		return // closed meanwhile
 	}
 	if old := c.findSub(spec.Pattern); old != nil {
 		w.detach(old)
 		c.unlinkSub(old)
 	} else if int(c.nsubs) >= w.h.cfg.MaxSubscriptions {
-		w.write(c, spec.TooMany)
-		if spec.Reply != nil {
-			c.ReplyDone()
-		}
+		w.reply(c, spec, spec.TooMany)
 		return
 	}
 	s := newSub(c, spec)
@@ -27,14 +22,14 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		if w.tab.insert(s) {
 			w.interest(s, 1)
 		}
-		w.reply(c, spec.Reply)
+		w.reply(c, spec, spec.Reply)
 		if !spec.NoRetained {
 			w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
 		}
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
-		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, noRetained: spec.NoRetained}
+		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, noRetained: spec.NoRetained}
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
 }
 
@@ -53,13 +48,14 @@ func (w *worker) interest(s *sub, delta int) {
 	}
 }
 
-// reply writes an expected reply (see Conn.ExpectReply); nil writes nothing.
-func (w *worker) reply(c *Conn, frame []byte) {
-	if frame == nil {
+// reply gives frame as the answer to spec's reply when it has one (its
+// ticket, Hub.Subscribe), and otherwise just writes it (nil: nothing).
+func (w *worker) reply(c *Conn, spec *SubSpec, frame []byte) {
+	if spec.Reply != nil {
+		w.answer(c, spec.ticket, frame)
 		return
 	}
 	w.write(c, frame)
-	c.ReplyDone()
 }
 
 // detach removes s from the routing tables (or from its group) but not from
@@ -123,18 +119,18 @@ func (c *Conn) Subscriptions() []Subscription {
 // (Hub.SetFilters). A broadcast subscription is changed here, in the table
 // entry itself; a load-balanced one on its group's worker, which then writes
 // ok, so the reply follows the change either way.
-func (w *worker) setFilters(c *Conn, pattern string, filters []string, ok []byte, spec *SubSpec) {
+func (w *worker) setFilters(c *Conn, pattern string, filters []string, ok []byte, t Ticket, spec *SubSpec) {
 	s := c.findSub(pattern)
 	if s == nil || c.idx < 0 {
-		w.reply(c, spec.TooMany)
+		w.answer(c, t, spec.TooMany)
 		return
 	}
 	s.filters = filters
 	if s.m == nil {
-		w.reply(c, ok)
+		w.answer(c, t, ok)
 		return
 	}
-	w.h.groupWorker(s.group).post(op{kind: opMemberFilters, member: s.m, filters: filters, reply: ok})
+	w.h.groupWorker(s.group).post(op{kind: opMemberFilters, member: s.m, filters: filters, reply: ok, ticket: t})
 }
 
 // DropSubscription removes c's subscription to pattern (after a revalidation

@@ -28,6 +28,8 @@ type SubSpec struct {
 	// `subscribed` frame), nil for restored subscriptions (§2.6). TooMany is
 	// written instead when the per-connection cap is reached.
 	Reply, TooMany []byte
+
+	ticket Ticket // the place of Reply or TooMany, reserved by Hub.Subscribe when Reply is set
 }
 
 // sub is one subscription on its connection's worker: the SubSpec without

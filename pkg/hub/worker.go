@@ -9,8 +9,25 @@ import (
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 )
 
-// retryEvery is how often a worker retries connections whose socket was full.
-const retryEvery = 5 * time.Millisecond
+// A connection whose socket was full is retried by its worker's timer,
+// first retryEvery after it filled, then at doubling intervals up to
+// retryEvery<<retryMaxShift (640 ms) while its socket takes nothing; any
+// progress starts again from retryEvery. A stalled subscriber thus costs a
+// few system calls a second, and never wakes its worker at once.
+const (
+	retryEvery    = 5 * time.Millisecond
+	retryMaxShift = 7
+)
+
+// stall is a connection on its worker's retry list: its queue was left
+// unwritten by a full socket.
+type stall struct {
+	c     *Conn
+	due   int64  // unix ns of the next attempt
+	since int64  // unix ns since which the socket has taken nothing
+	sent  uint32 // c.sent at since
+	shift uint8  // the interval is retryEvery<<shift
+}
 
 // worker owns a share of the connections, their subscriptions, the routing
 // tables for them, and the load-balanced groups whose names hash to it.
@@ -33,6 +50,7 @@ type worker struct {
 
 	forceRevalidate bool
 	touched         []*Conn // connections written during the current batch
+	stalled         []stall // connections whose socket was full, retried by the timer
 	frames          frameCache
 	retained        retainedStore
 	clock           int64 // unix ns, refreshed once per batch
@@ -59,6 +77,8 @@ func newWorker(h *Hub, id int) *worker {
 
 func (w *worker) post(o op) { w.in.push(o) }
 
+// addRetry puts c, whose socket was full, on w's retry list (from any
+// goroutine); the worker only arms its retry timer for it.
 func (w *worker) addRetry(c *Conn) { w.in.addRetry(c) }
 
 func (w *worker) run() {
@@ -69,14 +89,15 @@ func (w *worker) run() {
 	defer retry.Stop()
 	retryArmed := false
 	var ops []op
-	var retrying []*Conn
+	var fresh []*Conn
 	for {
+		retryDue := false
 		select {
 		case <-w.in.signal:
 		case now := <-tick.C:
 			w.sweep(now)
 		case <-retry.C:
-			retryArmed = false
+			retryArmed, retryDue = false, true
 		case <-w.h.stop:
 			w.drain(ops)
 			return
@@ -88,19 +109,77 @@ func (w *worker) run() {
 			ops[i] = op{}
 		}
 		w.flushTouched()
-		retrying = w.in.takeRetry(retrying)
-		for i, c := range retrying {
-			c.wmu.Lock()
-			c.retrying = false
-			c.flushLocked()
-			c.wmu.Unlock()
-			retrying[i] = nil
+		fresh = w.in.takeRetry(fresh)
+		for i, c := range fresh {
+			w.stalled = append(w.stalled, w.newStall(c))
+			fresh[i] = nil
 		}
-		if len(retrying) > 0 && !retryArmed {
-			retry.Reset(retryEvery)
+		if retryDue {
+			w.retryStalled()
+		}
+		if len(w.stalled) > 0 && !retryArmed {
+			retry.Reset(time.Duration(max(w.nextRetry()-time.Now().UnixNano(), 0)))
 			retryArmed = true
 		}
 	}
+}
+
+// newStall starts the retries of c, just found with a full socket.
+func (w *worker) newStall(c *Conn) stall {
+	now := w.now()
+	c.wmu.Lock()
+	sent := c.sent
+	c.wmu.Unlock()
+	return stall{c: c, due: now + int64(retryEvery), since: now, sent: sent}
+}
+
+// nextRetry is the unix ns of the earliest due retry.
+func (w *worker) nextRetry() int64 {
+	next := w.stalled[0].due
+	for _, s := range w.stalled[1:] {
+		next = min(next, s.due)
+	}
+	return next
+}
+
+// retryStalled flushes the stalled connections that are due. One whose
+// queue is written leaves the list; one whose socket took nothing for
+// Config.WriteTimeout is closed as a slow consumer.
+func (w *worker) retryStalled() {
+	now := time.Now().UnixNano()
+	keep := w.stalled[:0]
+	for _, s := range w.stalled {
+		if now < s.due {
+			keep = append(keep, s)
+			continue
+		}
+		c := s.c
+		c.wmu.Lock()
+		c.flushLocked()
+		if c.closed || c.outBytes == 0 {
+			c.retrying = false
+			c.wmu.Unlock()
+			continue
+		}
+		if c.sent != s.sent {
+			s.sent, s.since, s.shift = c.sent, now, 0
+		} else if s.shift < retryMaxShift {
+			s.shift++
+		}
+		timedOut := !c.closing && !c.slow && now-s.since >= int64(w.h.cfg.WriteTimeout)
+		if timedOut {
+			c.cutLocked()
+		}
+		c.wmu.Unlock()
+		if timedOut {
+			w.h.stats.slow[SlowWriteTimeout].Add(1)
+			c.closeWith(disconnect.New(disconnect.SlowConsumer))
+		}
+		s.due = now + int64(retryEvery)<<s.shift
+		keep = append(keep, s)
+	}
+	clear(w.stalled[len(keep):])
+	w.stalled = keep
 }
 
 // drain runs what is left in the inbox at shutdown, so no caller waits on an
@@ -126,7 +205,7 @@ func (w *worker) handle(o *op) {
 		w.subscribe(o.c, o.spec)
 	case opUnsubscribe:
 		w.unsubscribe(o.c, o.pattern)
-		w.reply(o.c, o.reply)
+		w.answer(o.c, o.ticket, o.reply)
 	case opPublish:
 		// Bytes are counted once per publication, not per delivery: the
 		// shared frame's size times the deliveries it made here.
@@ -136,10 +215,12 @@ func (w *worker) handle(o *op) {
 	case opClose:
 		o.c.closeWith(o.close)
 	case opSetFilters:
-		w.setFilters(o.c, o.pattern, o.filters, o.reply, o.spec)
+		w.setFilters(o.c, o.pattern, o.filters, o.reply, o.ticket, o.spec)
 	case opMemberFilters:
 		o.member.filters = o.filters
-		w.reply(o.member.c, o.reply)
+		w.answer(o.member.c, o.ticket, o.reply)
+	case opDeliver:
+		w.deliver(o.pub, o.c, o.pattern, o.wild, true)
 	case opRun:
 		o.fn(o.c)
 	case opMemberAdd:
@@ -149,7 +230,9 @@ func (w *worker) handle(o *op) {
 				f(o.member.group, o.member.key, o.member.wild, 1)
 			}
 		}
-		w.reply(o.member.c, o.member.reply)
+		if o.member.reply != nil {
+			w.answer(o.member.c, o.member.ticket, o.member.reply)
+		}
 		if !o.member.noRetained {
 			w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters, 0)
 		}
@@ -169,7 +252,7 @@ func (w *worker) write(c *Conn, frame []byte) {
 		return
 	}
 	c.wmu.Lock()
-	if c.appendLocked(frame) && len(c.out) == 1 {
+	if c.appendLocked(frame, false) && len(c.out) == 1 {
 		w.touched = append(w.touched, c)
 	}
 	c.wmu.Unlock()

@@ -41,7 +41,7 @@ func newDescs() descs {
 		accepted:       n("connections_accepted_total", "TCP connections accepted."),
 		closed:         n("connections_closed_total", "Connections that ended, by transport and close reason (peer_closed: the peer went away before the broker decided a close).", "transport", "reason"),
 		handshakes:     n("handshakes_total", "First HTTP requests of a connection, by outcome: websocket (upgraded), health, ready, internal_publish, not_found, rejected (malformed, too large, upgrade refused), timeout.", "outcome"),
-		slowConsumers:  n("slow_consumers_total", "Connections closed because their send queue passed OUTBOUND_MAX_BYTES (1008 slow_consumer)."),
+		slowConsumers:  n("slow_consumers_total", "Connections closed as slow consumers (1008 slow_consumer), by reason: outbound_bytes (the send queue passed OUTBOUND_MAX_BYTES), write_timeout (the socket took nothing for WRITE_TIMEOUT_SECONDS), inflight_window (an MQTT QoS 1 window stayed full).", "reason"),
 		inputOverflows: n("input_overflows_total", "Connections closed because they sent faster than their frames could be handled (1008 input_overflow)."),
 		receivedBytes:  n("received_bytes_total", "Bytes read from client sockets and processed (requests and frames, headers included)."),
 

@@ -16,6 +16,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
@@ -158,7 +159,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.handshakes, st.Handshakes[o], server.Handshake(o).String())
 	}
 	counter(d.handshakes, h.Closed[disconnect.HandshakeTimeout], "timeout")
-	counter(d.slowConsumers, h.SlowConsumers)
+	for c := hub.SlowCause(0); c < hub.NumSlowCauses; c++ {
+		counter(d.slowConsumers, h.Slow[c], c.String())
+	}
 	counter(d.inputOverflows, h.Closed[disconnect.InputOverflow])
 	counter(d.receivedBytes, st.ReceivedBytes)
 

@@ -257,8 +257,11 @@ func TestSlowConsumerIsCounted(t *testing.T) {
 		pub.ExpectType("published")
 	}
 	after := b.scrape(t)
-	if v := value(t, after, "kraken_slow_consumers_total"); v != 1 {
-		t.Errorf("slow_consumers_total = %v, want 1", v)
+	if v := value(t, after, "kraken_slow_consumers_total", "reason", "outbound_bytes"); v != 1 {
+		t.Errorf("slow_consumers_total{reason=outbound_bytes} = %v, want 1", v)
+	}
+	if v := value(t, after, "kraken_slow_consumers_total", "reason", "write_timeout"); v != 0 {
+		t.Errorf("slow_consumers_total{reason=write_timeout} = %v, want 0", v)
 	}
 	if v := value(t, after, "kraken_deliveries_total"); v == 0 {
 		t.Error("deliveries_total did not move")

@@ -145,7 +145,6 @@ func (st *connState) Disconnect(d disconnect.Disconnect) {
 	if st.closing {
 		return
 	}
-	st.Conn.WaitReplies()
 	st.closing = true
 	st.frag = nil
 	st.Conn.CloseNow(d)

@@ -146,10 +146,10 @@ func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 }
 
 // write queues a reply frame; it is flushed at the end of onRequest. It
-// first waits for the replies that workers still owe the connection, so
-// replies come back in request order (protocol.md §3.3).
+// goes behind the replies that workers still owe the connection
+// (hub.Conn.Write), so replies come back in request order (protocol.md
+// §3.3).
 func (st *connState) write(frame []byte) {
-	st.Conn.WaitReplies()
 	if st.Conn.Write(frame) {
 		st.wrote = true
 	}

@@ -31,9 +31,11 @@
 // # Order
 //
 // A reply a worker writes (subscribed, unsubscribed, filtersUpdated,
-// presence and lobby lists) counts as an expected reply on the connection
-// (hub.Conn.ExpectReply); a Sink writes the reader's own replies only once
-// the workers have written theirs, so replies come back in request order.
+// presence and lobby lists) has its place reserved on the connection, in
+// request order, before the request is handed over (hub.Conn.ExpectReply
+// returns its hub.Ticket); whatever a Sink writes meanwhile waits behind
+// it in the connection's reply queue, so replies come back in request
+// order without anyone waiting.
 // `published` is written before the publication is handed to the workers,
 // so it precedes the publisher's own echo; retained messages follow their
 // `subscribed`, on the same worker.

@@ -60,11 +60,10 @@ func (p *Protocol) getPresence(st *State, out Sink, cmd *wire.Command) {
 		out.Write(Reply{Kind: KindPresenceList, Payload: wire.AppendPresenceList(nil, slug, true, nil)})
 		return
 	}
-	c.ExpectReply()
+	t := c.ExpectReply()
 	p.hub.RunShared(func(w hub.Writer) {
-		w.Write(c, out.Frame(Reply{Kind: KindPresenceList,
+		w.Answer(c, t, out.Frame(Reply{Kind: KindPresenceList,
 			Payload: wire.AppendPresenceList(nil, slug, true, members(p.pres.Members(roomID)))}))
-		c.ReplyDone()
 	})
 }
 
@@ -78,11 +77,10 @@ func (p *Protocol) lobby(st *State, out Sink, cmd *wire.Command) {
 	}
 	slug, c := cmd.LobbyID, st.Conn
 	if cmd.Type == "lobbyUnsubscribe" {
-		c.ExpectReply()
+		t := c.ExpectReply()
 		p.hub.RunShared(func(w hub.Writer) {
 			p.pres.Unwatch(c, slug)
-			w.Write(c, out.Frame(Reply{Kind: KindLobby, Payload: wire.AppendLobbyUnsubscribed(nil, slug)}))
-			c.ReplyDone()
+			w.Answer(c, t, out.Frame(Reply{Kind: KindLobby, Payload: wire.AppendLobbyUnsubscribed(nil, slug)}))
 		})
 		return
 	}
@@ -92,9 +90,8 @@ func (p *Protocol) lobby(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	subscribe := cmd.Type == "lobbySubscribe"
-	c.ExpectReply()
+	t := c.ExpectReply()
 	p.hub.RunShared(func(w hub.Writer) {
-		defer c.ReplyDone()
 		var snap map[presence.Room][]*presence.Member[*hub.Conn]
 		typ := "lobbyPresenceList"
 		if subscribe {
@@ -106,7 +103,7 @@ func (p *Protocol) lobby(st *State, out Sink, cmd *wire.Command) {
 		for _, r := range rooms {
 			state = append(state, wire.LobbyRoom{Slug: r.Slug, Members: members(snap[r])})
 		}
-		w.Write(c, out.Frame(Reply{Kind: KindLobby, Payload: wire.AppendLobbyState(nil, typ, slug, state)}))
+		w.Answer(c, t, out.Frame(Reply{Kind: KindLobby, Payload: wire.AppendLobbyState(nil, typ, slug, state)}))
 	})
 }
 

@@ -143,13 +143,13 @@ func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub
 // writeReplay writes the replay of missed to c, on c's worker.
 func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, reason string) {
 	p.resume.CountReplay(reason)
-	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
+	c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
 	for _, m := range missed {
-		c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
+		c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
 		c.TapReplayed(m.MsgID, m.Topic, m.Payload) // kept until acked, as a delivery is
 	}
 	end := &wire.ReplayEnd{Replayed: len(missed), Complete: reason == "", Reason: reason}
-	c.Write(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil, end)}))
+	c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil, end)}))
 }
 
 // parkOnClose keeps the session of c, a connection that ended, when it is

@@ -37,7 +37,7 @@ type conn struct {
 	curLast bool   // the last filter of a SUBSCRIBE or UNSUBSCRIBE is being handled
 	granted bool   // the current SUBSCRIBE filter was accepted (Frame(KindSubscribed))
 	refused bool   // the current SUBSCRIBE filter was refused (Write(KindError))
-	ack     []byte // the CONNACK or PUBACK a reply decided, written after Handle returns
+	ack     []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
 	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
 
@@ -120,8 +120,12 @@ func (st *conn) Write(r session.Reply) {
 	case packet.TypePublish:
 		// A denied publish is acknowledged too (OQ-27): MQTT 3.1.1 has no
 		// negative acknowledgement; the session logged the refusal.
-		if r.Kind == session.KindPublished || r.Kind == session.KindError {
+		// Written at once, like the WebSocket `published`: the session
+		// writes it before it hands the publication to the hub, so the
+		// acknowledgement precedes the publisher's own copies.
+		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && st.ack == nil {
 			st.ack = pubAck(st.curQoS, st.curID)
+			st.write(st.ack)
 		}
 	case packet.TypeSubscribe:
 		if r.Kind == session.KindError {
@@ -157,23 +161,22 @@ func connackCode(e *wire.Error) packet.ReturnCode {
 	return packet.RefusedNotAuthorized
 }
 
-// Disconnect implements session.Sink: closes after what is owed and queued.
+// Disconnect implements session.Sink: closes after what is owed and queued
+// (hub.Conn.CloseNow).
 func (st *conn) Disconnect(d disconnect.Disconnect) {
 	if st.closing {
 		return
 	}
-	st.Conn.WaitReplies()
 	st.closing = true
 	st.Conn.CloseNow(d)
 }
 
 // write queues a packet behind the replies workers still owe the
-// connection; it is flushed at the end of onRequest.
+// connection (hub.Conn.Write); it is flushed at the end of onRequest.
 func (st *conn) write(frame []byte) {
 	if frame == nil {
 		return
 	}
-	st.Conn.WaitReplies()
 	if st.Conn.Write(frame) {
 		st.wrote = true
 	}

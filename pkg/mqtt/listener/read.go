@@ -187,10 +187,10 @@ func (l *Listener) command(st *conn, p *packet.Packet, last bool, cmd *wire.Comm
 	st.granted, st.refused, st.ack = false, false, nil
 	l.proto.Handle(&st.State, st, cmd)
 	st.cur = 0
-	if st.ack != nil {
+	if st.ack != nil && p.Type != packet.TypePublish { // a PUBACK is written by Write
 		st.write(st.ack)
-		st.ack = nil
 	}
+	st.ack = nil
 }
 
 func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
@@ -286,9 +286,8 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 	}
 	id := p.PacketID
 	c := st.Conn
-	c.ExpectReply()
+	t := c.ExpectReply()
 	l.hub.Run(c, func(c *hub.Conn) {
-		defer c.ReplyDone()
 		held := map[string]bool{}
 		for _, s := range c.Subscriptions() {
 			held[s.Pattern] = true
@@ -298,9 +297,11 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 				codes[i] = packet.SubackFailure
 			}
 		}
-		if frame, err := packet.AppendSuback(nil, id, codes); err == nil {
-			c.WriteFrame(frame)
+		frame, err := packet.AppendSuback(nil, id, codes)
+		if err != nil {
+			frame = nil
 		}
+		c.Answer(t, frame)
 	})
 }
 
