@@ -89,8 +89,21 @@ func (c *Conn) SetPhase(p Phase) { c.phase.Store(uint32(p)) }
 // Session returns the authenticated session, or nil before auth.
 func (c *Conn) Session() *Session { return c.sess.Load() }
 
-// SetSession installs s (after auth or a revalidation).
+// SetSession installs the first session, at auth, before anything else
+// can change it. Every later change goes through CompareAndSwapSession.
 func (c *Conn) SetSession(s *Session) { c.sess.Store(s) }
+
+// CompareAndSwapSession installs new if old is still the session in force,
+// and reports whether it did. It is how an installed session changes: the
+// session layer's revalidation (on c's worker) and its subscribe cache-miss
+// fallback (on c's reader) both change it, concurrently. The rule: load
+// Session, build new from a copy of it (a Session is never modified once
+// installed), swap; when the swap fails another change got in first, so
+// load again and rebuild from that one. A change built from a session no
+// longer in force is never installed, so none is lost.
+func (c *Conn) CompareAndSwapSession(old, new *Session) bool {
+	return c.sess.CompareAndSwap(old, new)
+}
 
 // Closed reports whether the connection is closed or closing.
 func (c *Conn) Closed() bool {

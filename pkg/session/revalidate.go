@@ -50,7 +50,7 @@ func (p *Protocol) revalidate(conns []*hub.Conn) {
 			a.g, a.err = p.cfg.Auth.Revalidate(ctx, actor)
 			cancel()
 			for _, c := range byActor[actor] {
-				p.applyRevalidation(c, c.Session(), a)
+				p.applyRevalidation(c, actor, a)
 			}
 		}()
 	}
@@ -62,18 +62,22 @@ type revalidation struct {
 	err error
 }
 
-// applyRevalidation applies one answer to c: a new grant (subscriptions and
-// presence it no longer allows are dropped, each subscription with an
-// error), a revocation (KindDisconnect, then 4001), or a failure (retried
-// in revalidateRetry).
-func (p *Protocol) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidation) {
+// applyRevalidation applies one answer about actor to c: a new grant
+// (subscriptions and presence it no longer allows are dropped, each
+// subscription with an error), a revocation (KindDisconnect, then 4001), or
+// a failure (retried in revalidateRetry).
+//
+// The new session is built on c's worker from the session in force there
+// (updateSession), not from one read before the backend call: a widening
+// installed by a subscribe meanwhile (widenGrant) is replaced with the rest
+// of the grant on success, and kept on failure.
+func (p *Protocol) applyRevalidation(c *hub.Conn, actor string, a revalidation) {
 	switch {
 	case a.err == nil && a.g != nil:
-		next := *old
-		next.Grant, next.ValidatedAt = a.g, time.Now().UnixNano()
+		at := time.Now().UnixNano() // when the answer came, not when the worker got to it
 		p.hub.Run(c, func(c *hub.Conn) {
-			c.SetSession(&next)
-			p.dropRevoked(c, &next)
+			next := updateSession(c, func(s *hub.Session) { s.Grant, s.ValidatedAt = a.g, at })
+			p.dropRevoked(c, next)
 		})
 		p.hub.RunShared(func(w hub.Writer) { p.dropRevokedPresence(w, c, a.g) })
 	case errors.Is(a.err, auth.ErrDenied):
@@ -83,17 +87,32 @@ func (p *Protocol) applyRevalidation(c *hub.Conn, old *hub.Session, a revalidati
 			reason = rev.Reason
 		}
 		f := frameFor(c, Reply{Kind: KindDisconnect, Payload: disconnectPayload(reason)})
-		p.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", grantOf(old).ActorTokenID),
+		p.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", actor),
 			zap.String("reason", reason))
 		p.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
 		p.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
 		return
 	default:
-		next := *old
-		next.ValidatedAt = time.Now().Add(revalidateRetry - p.cfg.Hub.RevalidateInterval).UnixNano()
-		p.hub.Run(c, func(c *hub.Conn) { c.SetSession(&next) })
+		at := time.Now().Add(revalidateRetry - p.cfg.Hub.RevalidateInterval).UnixNano()
+		p.hub.Run(c, func(c *hub.Conn) { updateSession(c, func(s *hub.Session) { s.ValidatedAt = at }) })
 	}
 	p.hub.RevalidationDone(c)
+}
+
+// updateSession installs change applied to a copy of c's session in force
+// and returns what it installed. When another change got in between
+// (widenGrant on c's reader), change is applied again to that one
+// (hub.Conn.CompareAndSwapSession), so neither is lost; change must depend
+// only on what it is given. LimitOrg and Version carry over.
+func updateSession(c *hub.Conn, change func(*hub.Session)) *hub.Session {
+	for {
+		cur := c.Session()
+		next := *cur
+		change(&next)
+		if c.CompareAndSwapSession(cur, &next) {
+			return &next
+		}
+	}
 }
 
 // dropRevoked removes the subscriptions the new grant no longer allows and

@@ -105,9 +105,16 @@ func (g grants) Revalidate(context.Context, string) (*auth.Grant, error) { retur
 
 func newProtocol(t *testing.T) *Protocol {
 	t.Helper()
-	p, err := New(Config{Auth: grants{"tok": {ActorTokenID: "bob", ProjectID: "p",
-		Rules: acl.Rules{{Pattern: "demo/#", Topic: "demo", Permission: acl.PermPubSub, AppID: "app"}}}},
-		Hub: hub.Config{Workers: 2, Tick: 50 * time.Millisecond}})
+	return newProtocolWith(t, Config{Auth: grants{"tok": {ActorTokenID: "bob", ProjectID: "p",
+		Rules: acl.Rules{{Pattern: "demo/#", Topic: "demo", Permission: acl.PermPubSub, AppID: "app"}}}}})
+}
+
+// newProtocolWith starts a Protocol of cfg on a hub of two workers, stopped
+// when the test ends; cfg.Auth must take the token "tok" (authed).
+func newProtocolWith(t *testing.T, cfg Config) *Protocol {
+	t.Helper()
+	cfg.Hub = hub.Config{Workers: 2, Tick: 50 * time.Millisecond}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,14 +30,13 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	spec, res, d := resolveSub(g, cmd.Topic)
 	if d != acl.Allowed {
-		var wider *auth.Grant
-		if sess, wider = p.widenGrant(c, sess, cmd.Topic); wider != nil {
-			g = wider
+		if cur := p.widenGrant(c, sess, cmd.Topic); cur != sess {
+			sess, g = cur, grantOf(cur)
 			spec, res, d = resolveSub(g, cmd.Topic)
 		}
 	}
 	if d != acl.Allowed {
-		p.refuseSubscribe(st, out, RefuseGrant, unknownTopicError(c.Session(), cmd.Topic, d.Hint(acl.OpSubscribe), ""))
+		p.refuseSubscribe(st, out, RefuseGrant, unknownTopicError(sess, cmd.Topic, d.Hint(acl.OpSubscribe), ""))
 		return
 	}
 	filters, errStr := cmd.Filters.Normalize()
@@ -67,29 +66,61 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 const roomAccessTimeout = 2 * time.Second
 
 // widenGrant runs the subscribe cache-miss fallback (protocol.md §4.10)
-// for a pattern outside the session's grant: when the auth backend
-// implements auth.RoomAccessChecker and allows the pattern, its rules are
-// prepended to a copy of the grant, installed as the connection's session,
-// and returned. It returns a nil grant otherwise (denied, failed, or no
-// fallback); the backend caches its denials.
-func (p *Protocol) widenGrant(c *hub.Conn, sess *hub.Session, pattern string) (*hub.Session, *auth.Grant) {
+// for a pattern outside sess's grant: when the auth backend implements
+// auth.RoomAccessChecker and allows the pattern, its rules are prepended to
+// a copy of the grant in force, installed as the connection's session. It
+// returns the session the subscribe is to be judged by: sess when the
+// fallback denied, failed or does not exist (the backend caches its
+// denials), else the connection's session now, widened or not.
+//
+// The check takes up to roomAccessTimeout, and a revalidation may replace
+// the session meanwhile (applyRevalidation, on the connection's worker), so
+// the widening is installed with a compare-and-swap against the session in
+// force, rebuilt from it whenever the swap loses:
+//   - the grant is still the one the check was asked against (only
+//     ValidatedAt moved: a failed revalidation rescheduled itself): the
+//     rules are prepended to it again;
+//   - a revalidation installed a new grant: the widening is dropped, not
+//     prepended to the new grant. Widened access lasts until the next
+//     revalidation, which stands for the backend's later word on the
+//     actor's rooms; an answer to a check asked before that revalidation
+//     was applied may be older than it (the two calls overlapped), and
+//     re-applying it could bring back access the revalidation just took
+//     away. The subscribe is judged by the new grant alone, which may allow
+//     it; when it does not, the client is refused (42940) and its next
+//     subscribe asks the backend again. The old rules, the stale grant's
+//     own, are never put back.
+//
+// A revalidation is recognised by the identity of the grant it installs: a
+// remote backend (httpauth) answers each revalidation with a new
+// *auth.Grant. One answering with the very object already in force (the
+// static backend does, but has no fallback) changes no rule, and a widening
+// asked against that grant is kept.
+func (p *Protocol) widenGrant(c *hub.Conn, sess *hub.Session, pattern string) *hub.Session {
 	checker, ok := p.cfg.Auth.(auth.RoomAccessChecker)
 	if !ok {
-		return sess, nil
+		return sess
 	}
 	g := grantOf(sess)
 	ctx, cancel := context.WithTimeout(context.Background(), roomAccessTimeout)
 	rules, err := checker.CheckRoomAccess(ctx, g.ActorTokenID, pattern)
 	cancel()
 	if err != nil || len(rules) == 0 {
-		return sess, nil
+		return sess
 	}
 	wider := *g
 	wider.Rules = append(append(make(acl.Rules, 0, len(rules)+len(g.Rules)), rules...), g.Rules...)
-	next := *sess
-	next.Grant = &wider
-	c.SetSession(&next)
-	return &next, &wider
+	for {
+		cur := c.Session()
+		if cur.Grant != sess.Grant {
+			return cur // revalidated meanwhile: drop the widening (above)
+		}
+		next := *cur
+		next.Grant = &wider
+		if c.CompareAndSwapSession(cur, &next) {
+			return &next
+		}
+	}
 }
 
 // unsubscribe always answers KindUnsubscribed, subscribed or not (OQ-60),
