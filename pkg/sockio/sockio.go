@@ -3,30 +3,76 @@
 // never waiting. The WebSocket and MQTT listeners share it.
 package sockio
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// iovChunk is the most iovecs one writev(2) call is given. Writev builds
+// them in an array of this size on its own stack (16 bytes an iovec on
+// 64-bit Linux), so it allocates nothing; Linux's IOV_MAX is 1024 (a longer
+// vector fails with EINVAL).
+const iovChunk = 64
 
 // Writev writes bufs in order to the non-blocking descriptor fd with
-// write(2) (one buffer) or writev(2) and returns the bytes written. A full
-// socket (EAGAIN) is a short count, 0 included, with a nil error; EINTR is
+// writev(2) and returns the number of bytes written, from 0 to the sum of
+// the buffers' lengths. Any number of buffers may be given: they go
+// iovChunk (64) at a time, well under Linux's IOV_MAX of 1024, each call
+// made only if the one before took all of its bytes. Empty buffers are
+// skipped; an empty bufs, or one of empty buffers only, returns 0, nil
+// without a system call. Writev allocates nothing.
+//
+// A full socket (EAGAIN, or a call that takes only part of its bytes) ends
+// the write with a short count, 0 included, and a nil error; EINTR is
 // retried; any other error is returned with the bytes written before it.
 func Writev(fd int, bufs [][]byte) (int, error) {
+	var iov [iovChunk]unix.Iovec
+	total := 0
 	for {
-		var n int
-		var err error
-		if len(bufs) == 1 {
-			n, err = unix.Write(fd, bufs[0])
-		} else {
-			n, err = unix.Writev(fd, bufs)
+		// The next chunk: up to iovChunk non-empty buffers.
+		k, want := 0, 0
+		for len(bufs) > 0 && k < iovChunk {
+			if b := bufs[0]; len(b) > 0 {
+				iov[k].Base = &b[0]
+				iov[k].SetLen(len(b))
+				k++
+				want += len(b)
+			}
+			bufs = bufs[1:]
 		}
-		switch err {
-		case nil:
-			return n, nil
-		case unix.EINTR:
-			continue
+		if k == 0 {
+			return total, nil
+		}
+		n, errno := writev(fd, &iov[0], k)
+		if raceEnabled && n > 0 {
+			raceReadIovecs(iov[:k], n)
+		}
+		total += n
+		switch errno {
+		case 0:
+			if n < want {
+				return total, nil
+			}
 		case unix.EAGAIN:
-			return max(n, 0), nil
+			return total, nil
+		default:
+			return total, errno
 		}
-		return max(n, 0), err
+	}
+}
+
+// writev is writev(2) of the k iovecs from iov, retried on EINTR: the
+// bytes written, or 0 and the errno.
+func writev(fd int, iov *unix.Iovec, k int) (int, unix.Errno) {
+	for {
+		r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(iov)), uintptr(k))
+		if e != unix.EINTR {
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), 0
+		}
 	}
 }
 
