@@ -22,8 +22,8 @@ type Trie[T comparable] struct {
 type node[T comparable] struct {
 	children map[string]*node[T] // literal levels, including a non-final "#"
 	plus     *node[T]            // the "+" level
-	vals     []T                 // entries whose pattern ends at this node
-	hash     []T                 // entries whose pattern ends with "/#" below this node
+	vals     list[T]             // entries whose pattern ends at this node
+	hash     list[T]             // entries whose pattern ends with "/#" below this node
 }
 
 // NewTrie returns an empty Trie.
@@ -36,18 +36,20 @@ func (t *Trie[T]) Len() int {
 	return t.n
 }
 
-// Insert adds the entry (pattern, v).
+// Insert adds the entry (pattern, v). It is O(levels of pattern) plus O(1)
+// amortized for the value; when (pattern, v) is already stored k times it
+// also walks those k entries.
 func (t *Trie[T]) Insert(pattern string, v T) {
 	n := &t.root
 	for {
 		level, rest, more := cut(pattern)
 		if level == "#" && !more {
-			n.hash = append(n.hash, v)
+			n.hash.add(v)
 			break
 		}
 		n = n.childOrNew(level)
 		if !more {
-			n.vals = append(n.vals, v)
+			n.vals.add(v)
 			break
 		}
 		pattern = rest
@@ -55,8 +57,15 @@ func (t *Trie[T]) Insert(pattern string, v T) {
 	t.n++
 }
 
-// Remove deletes the first entry equal to (pattern, v) and reports whether
-// there was one. Nodes left without entries or children are pruned.
+// Remove deletes the first entry equal to (pattern, v), the one inserted
+// first, and reports whether there was one. Nodes left without entries or
+// children are pruned.
+//
+// Remove is O(levels of pattern) plus O(1) amortized for the value, however
+// many values share the pattern: a pattern with more than 8 values keeps an
+// index of their positions, and a removal leaves a hole that Match skips,
+// until the holes outnumber the values and are squeezed out at once in time
+// linear in the pattern's values (so one Remove in a while takes that long).
 func (t *Trie[T]) Remove(pattern string, v T) bool {
 	if !t.root.remove(pattern, v) {
 		return false
@@ -68,7 +77,9 @@ func (t *Trie[T]) Remove(pattern string, v T) bool {
 // Match calls fn once for every entry (pattern, v) whose pattern Match()es
 // topic. Entries of one pattern come in insertion order; the order across
 // patterns is unspecified. fn must not modify the trie. Match allocates
-// nothing for topics of up to 32 levels.
+// nothing for topics of up to 32 levels. For each matching pattern with n
+// values it steps over at most 2n slots: the values and the holes Remove
+// may have left among them.
 func (t *Trie[T]) Match(topic string, fn func(T)) {
 	var buf [splitStack]string
 	t.root.match(split(topic, buf[:0]), fn)

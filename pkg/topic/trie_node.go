@@ -1,15 +1,14 @@
 package topic
 
-import "slices"
-
 // match reports the entries below n that match the remaining topic levels.
 func (n *node[T]) match(levels []string, fn func(T)) {
-	for _, v := range n.hash {
-		fn(v)
+	// list.each is too big to be inlined: no call for the usual empty list.
+	if len(n.hash.s) > 0 {
+		n.hash.each(fn)
 	}
 	if len(levels) == 0 {
-		for _, v := range n.vals {
-			fn(v)
+		if len(n.vals.s) > 0 {
+			n.vals.each(fn)
 		}
 		return
 	}
@@ -22,11 +21,12 @@ func (n *node[T]) match(levels []string, fn func(T)) {
 }
 
 // remove deletes the first entry (pattern, v) below n and prunes the child it
-// went through if that child is left empty.
+// went through if that child is left empty. O(levels of pattern) plus the
+// O(1) amortized of list.remove.
 func (n *node[T]) remove(pattern string, v T) bool {
 	level, rest, more := cut(pattern)
 	if level == "#" && !more {
-		return removeFirst(&n.hash, v)
+		return n.hash.remove(v)
 	}
 	c := n.child(level)
 	if c == nil {
@@ -36,7 +36,7 @@ func (n *node[T]) remove(pattern string, v T) bool {
 	if more {
 		ok = c.remove(rest, v)
 	} else {
-		ok = removeFirst(&c.vals, v)
+		ok = c.vals.remove(v)
 	}
 	if ok && c.empty() {
 		n.drop(level)
@@ -83,19 +83,5 @@ func (n *node[T]) drop(level string) {
 
 // empty reports whether n holds no entries and has no children.
 func (n *node[T]) empty() bool {
-	return len(n.vals) == 0 && len(n.hash) == 0 && n.plus == nil && len(n.children) == 0
-}
-
-// removeFirst deletes the first element of *s equal to v, keeping the order
-// of the others, and reports whether there was one.
-func removeFirst[T comparable](s *[]T, v T) bool {
-	i := slices.Index(*s, v)
-	if i < 0 {
-		return false
-	}
-	*s = slices.Delete(*s, i, i+1)
-	if len(*s) == 0 {
-		*s = nil
-	}
-	return true
+	return n.vals.size() == 0 && n.hash.size() == 0 && n.plus == nil && len(n.children) == 0
 }
