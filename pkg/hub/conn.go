@@ -224,12 +224,19 @@ func (c *Conn) cutLocked() {
 // iovMax bounds one writev call (Linux IOV_MAX is 1024).
 const iovMax = 1024
 
-func (c *Conn) flushLocked() {
+func (c *Conn) flushLocked() { c.flushFrom(iovMax) }
+
+// flushFrom is flushLocked whose first write takes at most first buffers:
+// a retry of a socket that took next to nothing last time probes it with
+// one frame before it offers the rest.
+func (c *Conn) flushFrom(first int) {
+	limit := first
 	for c.outBytes > 0 && !c.closed {
 		batch := c.out
-		if len(batch) > iovMax {
-			batch = batch[:iovMax]
+		if len(batch) > limit {
+			batch = batch[:limit]
 		}
+		limit = iovMax
 		want := c.outBytes
 		if len(batch) < len(c.out) {
 			want = 0

@@ -11,12 +11,18 @@ import (
 
 // A connection whose socket was full is retried by its worker's timer,
 // first retryEvery after it filled, then at doubling intervals up to
-// retryEvery<<retryMaxShift (640 ms) while its socket takes nothing; any
-// progress starts again from retryEvery. A stalled subscriber thus costs a
-// few system calls a second, and never wakes its worker at once.
+// retryEvery<<retryMaxShift (640 ms) while each attempt moves less than
+// retryHealthy bytes; an attempt that moves more (a reader that keeps up
+// in bursts) starts again from retryEvery, and one that empties the queue
+// takes the connection off the list. A stalled subscriber thus costs a few
+// system calls a second, and never wakes its worker at once: the kernel
+// keeps taking a trickle from a socket whose peer reads nothing (its send
+// buffer grows with each zero-window probe), which must not count as a
+// reader.
 const (
 	retryEvery    = 5 * time.Millisecond
 	retryMaxShift = 7
+	retryHealthy  = 64 << 10
 )
 
 // stall is a connection on its worker's retry list: its queue was left
@@ -25,7 +31,7 @@ type stall struct {
 	c     *Conn
 	due   int64  // unix ns of the next attempt
 	since int64  // unix ns since which the socket has taken nothing
-	sent  uint32 // c.sent at since
+	sent  uint32 // c.sent at the last attempt
 	shift uint8  // the interval is retryEvery<<shift
 }
 
@@ -155,14 +161,22 @@ func (w *worker) retryStalled() {
 		}
 		c := s.c
 		c.wmu.Lock()
-		c.flushLocked()
+		if s.shift > 0 {
+			c.flushFrom(1) // the last attempt moved next to nothing: probe
+		} else {
+			c.flushLocked()
+		}
 		if c.closed || c.outBytes == 0 {
 			c.retrying = false
 			c.wmu.Unlock()
 			continue
 		}
-		if c.sent != s.sent {
-			s.sent, s.since, s.shift = c.sent, now, 0
+		moved := c.sent - s.sent
+		if moved != 0 {
+			s.sent, s.since = c.sent, now
+		}
+		if moved >= retryHealthy {
+			s.shift = 0
 		} else if s.shift < retryMaxShift {
 			s.shift++
 		}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"bytes"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+// processCPU is the CPU time (user + system) this process has used.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The hub's rule "nothing spins" (docs/ARCHITECTURE.md, Backpressure): 100
+// subscribers that stop reading with full sockets leave the broker idle
+// while no message moves (their retries back off on the worker's timer),
+// are closed as slow consumers with 1008 once their sockets have taken
+// nothing for WriteTimeout, whether or not they send heartbeats meanwhile,
+// and a healthy subscriber beside them gets every message.
+func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 s of wall time")
+	}
+	const (
+		stalledN     = 100
+		publishes    = 6000 // 6 MiB: more than the 4 MiB a socket's send buffer grows to
+		writeTimeout = 25 * time.Second // past the settling and the window
+		window       = 10 * time.Second
+	)
+	s := start(t, func(c *Config) {
+		c.RateLimit = 1 << 20
+		c.Hub.WriteTimeout = writeTimeout
+		c.Hub.OutboundMaxBytes = 16 << 20 // only the write deadline closes them
+		c.Hub.Tick = time.Second
+	})
+	const topic = "demo/general/stall"
+	healthy := authed(t, s, "dev-token-bob")
+	subscribe(t, healthy, topic)
+	stalled := make([]*testpeer.Peer, stalledN)
+	for i := range stalled {
+		stalled[i] = dialNonReader(t, s)
+		stalled[i].Auth("dev-token-bob")
+		subscribe(t, stalled[i], topic)
+	}
+	alice := authed(t, s, "dev-token-alice")
+	data := bytes.Repeat([]byte{'x'}, 1024)
+	got := make(chan int)
+	go func() { // the healthy subscriber reads everything as it comes
+		n := 0
+		for n < publishes {
+			f, err := healthy.Read(30 * time.Second)
+			if err != nil {
+				break
+			}
+			if f.Type() == "message" {
+				n++
+			}
+		}
+		got <- n
+	}()
+	for i := 0; i < publishes; i += 100 { // in steps, each answered, so no input backlog builds up
+		for j := 0; j < 100; j++ {
+			alice.Send("type", "publish", "topic", topic, "data", data, "echo", false, "msgRef", "m")
+		}
+		for j := 0; j < 100; j++ {
+			alice.ExpectType("published")
+		}
+	}
+	if n := <-got; n != publishes {
+		t.Fatalf("the healthy subscriber got %d of %d messages", n, publishes)
+	}
+	// Every stalled subscriber now has bytes queued that its socket does
+	// not take, once the kernel's send buffer has grown to its maximum
+	// (it grows with each zero-window probe, taking a trickle meanwhile):
+	// wait until the queues stop shrinking.
+	queued := func() int64 {
+		var n int64
+		for _, w := range s.Hub().WorkerStats(t.Context()) {
+			n += w.OutboundBytes
+		}
+		return n
+	}
+	settle := time.Now()
+	for last := int64(-1); ; time.Sleep(2 * time.Second) {
+		n := queued()
+		if n == last {
+			break
+		}
+		if time.Since(settle) > 60*time.Second {
+			t.Fatalf("the stalled queues still shrink after a minute (%d bytes)", n)
+		}
+		last = n
+	}
+	if n := queued(); n < stalledN*64<<10 {
+		t.Fatalf("%d bytes queued to %d stalled subscribers, want their sockets full (hub %+v)", n, stalledN, s.Hub().Stats())
+	}
+	t.Logf("queues settled in %v", time.Since(settle).Round(time.Second))
+
+	before := processCPU(t)
+	time.Sleep(window)
+	used := processCPU(t) - before
+	t.Logf("CPU while %d subscribers were stalled: %v in %v", stalledN, used, window)
+	if used > window/100 {
+		t.Errorf("the broker used %v of CPU in %v with nothing moving, want at most %v", used, window, window/100)
+	}
+	if st := s.Hub().Stats(); st.Slow[hub.SlowWriteTimeout] != 0 {
+		t.Fatalf("%d closed before the write deadline", st.Slow[hub.SlowWriteTimeout])
+	}
+
+	// A heartbeat from half of them does not keep them open past the
+	// write deadline.
+	ping := compiled(ws.NewPingFrame(nil))
+	for end := time.Now().Add(writeTimeout); time.Now().Before(end); time.Sleep(time.Second) {
+		if s.Hub().Stats().Slow[hub.SlowWriteTimeout] == stalledN {
+			break
+		}
+		for i := 0; i < stalledN; i += 2 {
+			_, _ = stalled[i].Conn.Write(ping) // fails once the broker has closed it
+		}
+	}
+	if n := s.Hub().Stats().Slow[hub.SlowWriteTimeout]; n != stalledN {
+		t.Fatalf("%d of %d stalled subscribers closed at the write deadline", n, stalledN)
+	}
+	for _, p := range stalled {
+		expectClosedBy(t, p.Conn, p.Conn, 5*time.Second)
+	}
+	// The healthy subscriber is still served.
+	alice.Send("type", "publish", "topic", topic, "data", "after", "echo", false)
+	healthy.ExpectFields("type", "message", "data", "after")
+}
