@@ -34,7 +34,7 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	}
 	const (
 		stalledN     = 100
-		publishes    = 6000 // 6 MiB: more than the 4 MiB a socket's send buffer grows to
+		publishes    = 6000             // 6 MiB: more than the 4 MiB a socket's send buffer grows to
 		writeTimeout = 25 * time.Second // past the settling and the window
 		window       = 10 * time.Second
 	)
