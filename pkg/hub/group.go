@@ -15,6 +15,7 @@ type member struct {
 	pos     int
 	reply   []byte // the `subscribed` frame, answering ticket; nil for none
 	ticket  Ticket
+	marked  bool // the group worker's interest was marked ahead (SubSpec.marked)
 	// noRetained: SubSpec.NoRetained, no retained message on joining.
 	noRetained bool
 }

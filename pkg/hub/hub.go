@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"hash/fnv"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +191,7 @@ type Hub struct {
 	workers []*worker
 	nextID  atomic.Uint64
 	stats   counters
+	in      *interest // nil with more than maxInterestWorkers workers: every publication goes to every worker
 	wg      sync.WaitGroup
 	bg      sync.WaitGroup // revalidation goroutines
 	stop    chan struct{}
@@ -199,6 +201,9 @@ type Hub struct {
 func New(cfg Config) *Hub {
 	cfg.setDefaults()
 	h := &Hub{cfg: cfg, stop: make(chan struct{})}
+	if cfg.Workers <= maxInterestWorkers {
+		h.in = &interest{}
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		h.workers = append(h.workers, newWorker(h, i))
 	}
@@ -253,6 +258,12 @@ func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
 	if spec.Reply != nil {
 		spec.ticket = c.ExpectReply()
 	}
+	if h.in != nil {
+		// The worker that will hold the interest gets publications from
+		// now on, even those handed over before it handles this op.
+		spec.marked = true
+		h.in.mark(h.interestWorker(c, spec), spec.Key, spec.Wildcard)
+	}
 	c.w.post(op{kind: opSubscribe, c: c, spec: spec})
 }
 
@@ -295,13 +306,31 @@ func (h *Hub) Busy() bool {
 	return false
 }
 
-// Publish fans p out on every worker without waiting. The caller must not
-// modify p afterwards; check Busy first.
+// Publish fans p out without waiting, on the workers with a subscription
+// or a load-balanced group that p's key may match (see interest), and on
+// every worker when p sets or clears a retained message (every worker
+// keeps them); a worker with nothing for p is not woken. The caller must
+// not modify p afterwards; check Busy first.
 func (h *Hub) Publish(p *Publication) {
 	h.stats.pubs.Add(1)
-	for _, w := range h.workers {
-		w.in.push(op{kind: opPublish, pub: p})
+	if h.in == nil || p.Retain || p.ClearRetained || p.StoreOnly {
+		for _, w := range h.workers {
+			w.in.push(op{kind: opPublish, pub: p})
+		}
+		return
 	}
+	for m := h.in.workers(p.Key); m != 0; m &= m - 1 {
+		h.workers[bits.TrailingZeros64(m)].in.push(op{kind: opPublish, pub: p})
+	}
+}
+
+// interestWorker is the worker that holds the interest of c's
+// subscription spec: its group's for a load-balanced one, else c's.
+func (h *Hub) interestWorker(c *Conn, spec *SubSpec) *worker {
+	if spec.LoadBalance {
+		return h.groupWorker(spec.Group)
+	}
+	return c.w
 }
 
 // PublishGroup delivers p to one member of the load-balanced group name on

@@ -48,7 +48,9 @@ type op struct {
 type inbox struct {
 	mu       sync.Mutex
 	ops      []op
-	pubs     atomic.Int32 // publications queued; read without the lock by full
+	pubs     atomic.Int32  // publications queued; read without the lock by full
+	queued   uint64        // publications ever queued, under mu
+	wakes    atomic.Uint64 // wake-ups delivered to the worker
 	retry    []*Conn
 	signal   chan struct{} // capacity 1: "there is work"
 	max      int
@@ -63,6 +65,7 @@ func (in *inbox) push(o op) {
 	in.mu.Lock()
 	if o.kind == opPublish {
 		in.pubs.Add(1)
+		in.queued++
 	}
 	in.ops = append(in.ops, o)
 	in.mu.Unlock()
@@ -75,6 +78,7 @@ func (in *inbox) full() bool { return int(in.pubs.Load()) >= in.max }
 func (in *inbox) wake() {
 	select {
 	case in.signal <- struct{}{}:
+		in.wakes.Add(1)
 	default:
 	}
 }
@@ -114,4 +118,12 @@ func (in *inbox) close() {
 	in.mu.Lock()
 	in.shutdown = true
 	in.mu.Unlock()
+}
+
+// counts returns the publications ever queued and the wake-ups delivered.
+func (in *inbox) counts() (queued, wakes uint64) {
+	in.mu.Lock()
+	queued = in.queued
+	in.mu.Unlock()
+	return queued, in.wakes.Load()
 }

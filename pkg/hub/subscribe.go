@@ -4,6 +4,7 @@ package hub
 func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if c.idx < 0 {
 		w.reply(c, spec, nil)
+		w.unmark(c, spec)
 		return // closed meanwhile
 	}
 	if old := c.findSub(spec.Pattern); old != nil {
@@ -11,6 +12,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		c.unlinkSub(old)
 	} else if int(c.nsubs) >= w.h.cfg.MaxSubscriptions {
 		w.reply(c, spec, spec.TooMany)
+		w.unmark(c, spec)
 		return
 	}
 	s := newSub(c, spec)
@@ -22,6 +24,9 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		if w.tab.insert(s) {
 			w.interest(s, 1)
 		}
+		if spec.marked {
+			w.settle(s.key, s.wildcard)
+		}
 		w.reply(c, spec, spec.Reply)
 		if !spec.NoRetained {
 			w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
@@ -29,7 +34,8 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
-		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, noRetained: spec.NoRetained}
+		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, marked: spec.marked,
+		noRetained: spec.NoRetained}
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
 }
 
@@ -40,12 +46,33 @@ func (w *worker) unsubscribe(c *Conn, pattern string) {
 	}
 }
 
-// interest tells Config.OnInterest that this worker's subscriptions to s's
-// key went from none to some (+1) or back (-1).
+// interest tells the hub's interest index and Config.OnInterest that this
+// worker's subscriptions to s's key went from none to some (+1) or back
+// (-1).
 func (w *worker) interest(s *sub, delta int) {
+	if delta > 0 {
+		w.gain(s.key, s.wildcard)
+	} else {
+		w.lose(s.key, s.wildcard)
+	}
 	if f := w.h.cfg.OnInterest; f != nil {
 		f(s.key, s.wildcard, delta)
 	}
+}
+
+// unmark ends the pending interest mark of spec, a subscription of c that
+// added nothing, on the worker Hub.Subscribe marked.
+func (w *worker) unmark(c *Conn, spec *SubSpec) {
+	if !spec.marked {
+		return
+	}
+	target := w.h.interestWorker(c, spec)
+	if target == w {
+		w.settle(spec.Key, spec.Wildcard)
+		return
+	}
+	key, wild := spec.Key, spec.Wildcard
+	target.post(op{kind: opRun, fn: func(*Conn) { target.settle(key, wild) }})
 }
 
 // reply gives frame as the answer to spec's reply when it has one (its

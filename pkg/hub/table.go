@@ -30,6 +30,7 @@ type SubSpec struct {
 	Reply, TooMany []byte
 
 	ticket Ticket // the place of Reply or TooMany, reserved by Hub.Subscribe when Reply is set
+	marked bool   // Hub.Subscribe marked the interest of its worker ahead (interest.mark)
 }
 
 // sub is one subscription on its connection's worker: the SubSpec without

@@ -55,8 +55,12 @@ type worker struct {
 	bytesReported atomic.Uint64
 
 	forceRevalidate bool
-	touched         []*Conn // connections written during the current batch
-	stalled         []stall // connections whose socket was full, retried by the timer
+	touched         []*Conn          // connections written during the current batch
+	stalled         []stall          // connections whose socket was full, retried by the timer
+	keyRefs         map[string]int32 // exact keys with a subscription or group here (interest)
+	wildRefs        int              // wildcard patterns with a subscription or group here
+	unwanted        []unwanted       // interest lost during the batch, cleared at its end
+	marks           marks            // pending interest marks on this worker (interest.mu)
 	frames          frameCache
 	retained        retainedStore
 	clock           int64 // unix ns, refreshed once per batch
@@ -76,6 +80,7 @@ func newWorker(h *Hub, id int) *worker {
 		in:       newInbox(h.cfg.MaxPendingPublications),
 		log:      h.cfg.Logger.Named("hub").With(zap.Int("worker", id)),
 		tab:      newTable(),
+		keyRefs:  make(map[string]int32),
 		grp:      newGroups(),
 		retained: retainedStore{max: h.cfg.MaxRetained},
 	}
@@ -115,6 +120,9 @@ func (w *worker) run() {
 			ops[i] = op{}
 		}
 		w.flushTouched()
+		if len(w.unwanted) > 0 {
+			w.dropUnwanted()
+		}
 		fresh = w.in.takeRetry(fresh)
 		for i, c := range fresh {
 			w.stalled = append(w.stalled, w.newStall(c))
@@ -239,10 +247,14 @@ func (w *worker) handle(o *op) {
 		o.fn(o.c)
 	case opMemberAdd:
 		if w.grp.add(o.member) {
+			w.gain(o.member.key, o.member.wild)
 			w.h.stats.groups.Add(1)
 			if f := w.h.cfg.OnGroupInterest; f != nil {
 				f(o.member.group, o.member.key, o.member.wild, 1)
 			}
+		}
+		if o.member.marked {
+			w.settle(o.member.key, o.member.wild)
 		}
 		if o.member.reply != nil {
 			w.answer(o.member.c, o.member.ticket, o.member.reply)
@@ -252,6 +264,7 @@ func (w *worker) handle(o *op) {
 		}
 	case opMemberRemove:
 		if w.grp.remove(o.member) {
+			w.lose(o.member.key, o.member.wild)
 			w.h.stats.groups.Add(-1)
 			if f := w.h.cfg.OnGroupInterest; f != nil {
 				f(o.member.group, o.member.key, o.member.wild, -1)
