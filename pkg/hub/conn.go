@@ -48,28 +48,29 @@ type Conn struct {
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
+	revalidate bool  // a revalidation is in flight; owned by the worker
 	sess       atomic.Pointer[Session]
 
-	// Guarded by wmu.
+	// Guarded by wmu. The fields are ordered for packing: Conn is 208
+	// bytes, pinned by TestConnSize (docs/ARCHITECTURE.md quotes it).
 	wmu      sync.Mutex
 	closed   bool // the transport is closed: drop writes
 	closing  bool // a close was decided: only the queue and the close frame still go out
 	shut     bool // the write side is shut down (after the close frame)
 	reason   disconnect.Reason
-	out      [][]byte  // queued frames, oldest first; out[0] may be partly written
-	inline   [1][]byte // backing store of out while it holds one frame: no allocation per delivery
-	outBytes int
 	retrying bool        // on the owning worker's retry list
 	slow     bool        // over the outbound bound; a close is scheduled
 	sent     uint32      // bytes the transport took, modulo 2^32: a retry compares it to see progress
+	out      [][]byte    // queued frames, oldest first; out[0] may be partly written
+	inline   [1][]byte   // backing store of out while it holds one frame: no allocation per delivery
+	outBytes int         // of the frames in out
 	rq       *replyQueue // the replies owed and what waits behind them (replies.go); nil when none
 
 	// Owned by the worker.
-	idx        int32 // position in worker.conns, -1 when unregistered
-	nsubs      int32
-	subs       *sub  // singly linked list of this connection's subscriptions
-	revalidate bool  // a revalidation is in flight
-	held       *held // deliveries held back during a replay (hold.go); nil almost always
+	idx   int32 // position in worker.conns, -1 when unregistered
+	nsubs int32
+	subs  *sub  // singly linked list of this connection's subscriptions
+	held  *held // deliveries held back during a replay (hold.go); nil almost always
 
 	tap atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
 }
@@ -110,6 +111,14 @@ func (c *Conn) Closed() bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.closed || c.closing
+}
+
+// markedClosed reports whether the transport reported c closed
+// (Hub.Closed).
+func (c *Conn) markedClosed() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.closed
 }
 
 // CloseReason returns why the connection was closed by the broker, or 0

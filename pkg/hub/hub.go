@@ -192,6 +192,7 @@ type Hub struct {
 	nextID  atomic.Uint64
 	stats   counters
 	in      *interest // nil with more than maxInterestWorkers workers: every publication goes to every worker
+	flow    inflow
 	wg      sync.WaitGroup
 	bg      sync.WaitGroup // revalidation goroutines
 	stop    chan struct{}
@@ -235,6 +236,7 @@ func (h *Hub) Register(t Transport) *Conn {
 // socket is released: it stops writes at once and schedules the cleanup of
 // the connection's subscriptions on its worker.
 func (h *Hub) Closed(c *Conn) {
+	h.forgetInput(c)
 	c.markClosed()
 	c.w.post(op{kind: opUnregister, c: c})
 }

@@ -48,7 +48,7 @@ type op struct {
 type inbox struct {
 	mu       sync.Mutex
 	ops      []op
-	pubs     atomic.Int32  // publications queued; read without the lock by full
+	pubs     atomic.Int32  // publications queued and not handled yet; read without the lock by full
 	queued   uint64        // publications ever queued, under mu
 	wakes    atomic.Uint64 // wake-ups delivered to the worker
 	retry    []*Conn
@@ -84,12 +84,12 @@ func (in *inbox) wake() {
 }
 
 // take swaps the queue out, returning the pending ops; spare is reused as
-// the next queue.
+// the next queue. The publications among them stay counted in pubs until
+// the worker has handled them (handled).
 func (in *inbox) take(spare []op) []op {
 	in.mu.Lock()
 	ops := in.ops
 	in.ops = spare[:0]
-	in.pubs.Store(0)
 	in.mu.Unlock()
 	return ops
 }
@@ -127,3 +127,6 @@ func (in *inbox) counts() (queued, wakes uint64) {
 	in.mu.Unlock()
 	return queued, in.wakes.Load()
 }
+
+// handled uncounts n publications the worker has fanned out.
+func (in *inbox) handled(n int32) { in.pubs.Add(-n) }

@@ -115,14 +115,23 @@ func (w *worker) run() {
 		}
 		w.clock = 0
 		ops = w.in.take(ops)
+		var pubs int32
 		for i := range ops {
+			if ops[i].kind == opPublish {
+				if pubs++; pubs == 256 { // a long batch keeps Busy and Behind true to the work left
+					w.in.handled(pubs)
+					pubs = 0
+				}
+			}
 			w.handle(&ops[i])
 			ops[i] = op{}
 		}
+		w.in.handled(pubs)
 		w.flushTouched()
 		if len(w.unwanted) > 0 {
 			w.dropUnwanted()
 		}
+		w.h.resumeInput()
 		fresh = w.in.takeRetry(fresh)
 		for i, c := range fresh {
 			w.stalled = append(w.stalled, w.newStall(c))

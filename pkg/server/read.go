@@ -19,8 +19,11 @@ const readChunk = 256 << 10
 //
 // netpoll keeps reading a socket into memory whatever its handler does, so
 // a client sending faster than its frames can be processed would grow that
-// buffer without bound: a connection whose unprocessed input passes
-// Config.MaxInputBacklog is closed with 1008 input_overflow.
+// buffer without bound. While the hub's workers are behind, the socket is
+// not read any more after this call (hub.Hub.HoldInput: TCP slows the
+// client down) until they catch up; otherwise a connection whose
+// unprocessed input passes Config.MaxInputBacklog is closed with 1008
+// input_overflow.
 //
 // Liveness counts whole frames: only a call that completes a frame (or, in
 // the handshake, a request) moves the idle deadline, and a frame or
@@ -39,7 +42,7 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		_ = r.Release()
 		return nil
 	}
-	if n > s.cfg.MaxInputBacklog {
+	if n > s.cfg.MaxInputBacklog && !s.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
@@ -86,6 +89,7 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.wrote = false
 		st.Conn.Flush()
 	}
+	s.hub.HoldInput(st.Conn) // while the workers are behind, read no more of it
 	return nil
 }
 

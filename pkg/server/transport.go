@@ -42,3 +42,7 @@ func (st *connState) RemoteAddr() net.Addr { return st.nc.RemoteAddr() }
 // Close implements hub.Transport: netpoll closes the socket and runs the
 // close callback (Hub.Closed).
 func (st *connState) Close() error { return st.nc.Close() }
+
+// SetReadPaused implements hub.InputPauser: netpoll stops or resumes
+// reading the socket (sockio.SetReadPaused).
+func (st *connState) SetReadPaused(paused bool) error { return sockio.SetReadPaused(st.nc, paused) }

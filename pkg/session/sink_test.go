@@ -3,7 +3,6 @@ package session
 import (
 	"bytes"
 	"context"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -59,12 +58,7 @@ func (t *testConn) Frame(r Reply) []byte {
 	return []byte(line + "\n")
 }
 
-func (t *testConn) Write(r Reply) {
-	for t.Conn.PendingReplies() > 0 {
-		runtime.Gosched()
-	}
-	t.Conn.WriteFlush(t.Frame(r))
-}
+func (t *testConn) Write(r Reply) { t.Conn.WriteFlush(t.Frame(r)) }
 
 func (t *testConn) Disconnect(d disconnect.Disconnect) {
 	t.mu.Lock()

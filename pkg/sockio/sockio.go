@@ -4,6 +4,7 @@
 package sockio
 
 import (
+	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -79,3 +80,20 @@ func writev(fd int, iov *unix.Iovec, k int) (int, unix.Errno) {
 // CloseWrite shuts the write side of fd down (shutdown(2) SHUT_WR: a FIN
 // after the last frame), leaving the read side open.
 func CloseWrite(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }
+
+// ErrNoReadPause is SetReadPaused's error for a socket whose reading
+// cannot be paused.
+var ErrNoReadPause = errors.New("sockio: reading of this socket cannot be paused")
+
+// SetReadPaused stops (true) or resumes (false) reading sock, a netpoll
+// connection of the patched copy in third_party/netpoll (its
+// SetReadPaused: the descriptor's poller registration loses or regains
+// EPOLLIN, so the kernel's receive window closes while paused). It is how
+// the listeners implement hub.InputPauser; ErrNoReadPause for any other
+// socket.
+func SetReadPaused(sock any, paused bool) error {
+	if p, ok := sock.(interface{ SetReadPaused(bool) error }); ok {
+		return p.SetReadPaused(paused)
+	}
+	return ErrNoReadPause
+}

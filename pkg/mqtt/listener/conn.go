@@ -161,6 +161,10 @@ func connackCode(e *wire.Error) packet.ReturnCode {
 	return packet.RefusedNotAuthorized
 }
 
+// SetReadPaused implements hub.InputPauser: netpoll stops or resumes
+// reading the socket (sockio.SetReadPaused).
+func (st *conn) SetReadPaused(paused bool) error { return sockio.SetReadPaused(st.nc, paused) }
+
 // Disconnect implements session.Sink: closes after what is owed and queued
 // (hub.Conn.CloseNow).
 func (st *conn) Disconnect(d disconnect.Disconnect) {

@@ -47,7 +47,7 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		_ = r.Release()
 		return nil
 	}
-	if n+len(st.partial) > l.cfg.MaxInputBacklog {
+	if n+len(st.partial) > l.cfg.MaxInputBacklog && !l.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
@@ -96,6 +96,7 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	}
 	_ = r.Release()
 	l.flush(st)
+	l.hub.HoldInput(st.Conn) // while the workers are behind, read no more of it
 	return nil
 }
 

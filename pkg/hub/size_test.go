@@ -1,0 +1,24 @@
+package hub
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestConnSize pins the sizes docs/ARCHITECTURE.md quotes for what an idle
+// connection costs in the hub ("Why this shape"): a change that grows
+// them must update the page (and be measured, bench/RESULTS.md).
+func TestConnSize(t *testing.T) {
+	for _, c := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"hub.Conn", unsafe.Sizeof(Conn{}), 208},
+		{"hub.Session", unsafe.Sizeof(Session{}), 48},
+		{"a subscription (sub)", unsafe.Sizeof(sub{}), 104},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s is %d bytes, docs/ARCHITECTURE.md says %d", c.what, c.got, c.want)
+		}
+	}
+}
