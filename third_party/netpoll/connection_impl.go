@@ -76,6 +76,58 @@ func (c *connection) IsActive() bool {
 	return c.isCloseBy(none)
 }
 
+// SetReadPaused stops (true) or resumes (false) reading the socket: while
+// paused, the poller reads nothing from the connection's descriptor, so the
+// input buffer does not grow, OnRequest runs only for data already buffered,
+// and once the kernel's receive buffer is full TCP's flow control holds the
+// peer's sends back. Resuming registers the descriptor for reading again; the
+// registration is level-triggered, so data that arrived meanwhile is reported
+// and read at once, in order. Writes (Flush, waiting for writable) are not
+// affected, and calling it twice with the same value is harmless. OnRequest's
+// contract is unchanged: netpoll calls it again as long as the input buffer is
+// not empty, so while paused too it must consume (or copy out) what is
+// buffered, or it is called in a loop until the resume.
+//
+// On linux the paused registration is EPOLLERR only (no EPOLLIN, no
+// EPOLLRDHUP): a hang-up (EPOLLHUP: the peer reset the connection, or both
+// directions are shut down) and errors still close the connection as usual,
+// but a peer's half close (its FIN, behind the data not yet read) is noticed
+// only after resuming, once that data has been read. On kqueue systems the read
+// filter is disabled (EV_DISABLE), so neither a FIN nor a reset is noticed until
+// resuming.
+//
+// Once SetReadPaused(true) has returned, the poller starts no new read of the
+// descriptor, also for an event it fetched before; a read it had already
+// started may still complete and hand its bytes to the input buffer.
+//
+// Concurrency: it may be called from any goroutine while the connection is
+// open (OnRequest included), concurrently with the poller, Flush and other
+// calls of it; concurrent calls are serialised, and the registration is that of
+// the one that ran last. The caller must make sure that every call has
+// returned before the last of the connection's close callbacks runs:
+// netpoll's own (added first, so run last) frees the operator and closes the
+// descriptor, whose number may then be reused by another connection, whose
+// registration a late call would change. Callbacks added with AddCloseCallback
+// run before it, so a caller that stops calling in one of them (ordered with
+// its calls, e.g. by a lock) is safe; netpoll's callback synchronises with every
+// call that has returned, from whatever goroutine. A call after the connection
+// was detached from the poller (closed by either side, so in a close callback
+// too) but before the descriptor is closed returns an error (syscall.ENOENT)
+// and does nothing, as does a call before the connection is registered
+// (OnPrepare).
+//
+// It is not part of the Connection interface; a user of the package reaches it
+// through a type assertion:
+//
+//	p, ok := conn.(interface{ SetReadPaused(bool) error })
+func (c *connection) SetReadPaused(paused bool) error {
+	event := PollResumeRead
+	if paused {
+		event = PollPauseRead
+	}
+	return c.operator.Control(event)
+}
+
 // SetIdleTimeout implements Connection.
 func (c *connection) SetIdleTimeout(timeout time.Duration) error {
 	if timeout > 0 {

@@ -46,6 +46,12 @@ type FDOperator struct {
 	// protect only detach once
 	detached int32
 
+	// mod holds the flags of the registration that Control changes with
+	// PollR2RW/PollRW2R (modWrite) and PollPauseRead/PollResumeRead
+	// (modReadPaused), and modLocked while such a change is under way; see
+	// lockMod. (It fills padding: FDOperator keeps its size.)
+	mod int32
+
 	// private, used by operatorCache
 	next  *FDOperator
 	state int32 // CAS: 0(unused) 1(inuse) 2(do-done)
@@ -93,11 +99,74 @@ func (op *FDOperator) isUnused() bool {
 	return atomic.LoadInt32(&op.state) == 0
 }
 
+// Flags of FDOperator.mod. A change of the registration (Control with
+// PollR2RW, PollRW2R, PollPauseRead or PollResumeRead) holds modLocked from
+// reading the flags to the end of its system call, so the flags and the
+// poller's registration change together: a flush's PollR2RW and a concurrent
+// PollPauseRead cannot leave the registration of one with the flags of the
+// other, and neither undoes the other.
+const (
+	modWrite      int32 = 1 << iota // waiting for writable (PollR2RW)
+	modReadPaused                   // not reading (PollPauseRead)
+	modLocked                       // a change is under way
+)
+
+// lockMod waits for any other change of the registration to finish and
+// returns the flags. The holder publishes the flags it is applying with
+// setMod and releases the lock with unlockMod.
+func (op *FDOperator) lockMod() (flags int32) {
+	for {
+		flags = atomic.LoadInt32(&op.mod)
+		if flags&modLocked == 0 && atomic.CompareAndSwapInt32(&op.mod, flags, flags|modLocked) {
+			return flags
+		}
+		runtime.Gosched()
+	}
+}
+
+// setMod publishes flags while the lock is held (before the system call
+// that applies them, so the poller honours a pause from then on).
+func (op *FDOperator) setMod(flags int32) {
+	atomic.StoreInt32(&op.mod, flags|modLocked)
+}
+
+func (op *FDOperator) unlockMod(flags int32) {
+	atomic.StoreInt32(&op.mod, flags)
+}
+
+// readPaused reports whether reading is paused (PollPauseRead): the poller
+// then reads nothing, also on an event it fetched before the pause.
+func (op *FDOperator) readPaused() bool {
+	return atomic.LoadInt32(&op.mod)&modReadPaused != 0
+}
+
+// modFlags returns flags changed by one of PollR2RW, PollRW2R, PollPauseRead
+// or PollResumeRead.
+func modFlags(flags int32, event PollEvent) int32 {
+	switch event {
+	case PollR2RW:
+		flags |= modWrite
+	case PollRW2R:
+		flags &^= modWrite
+	case PollPauseRead:
+		flags |= modReadPaused
+	case PollResumeRead:
+		flags &^= modReadPaused
+	}
+	return flags &^ modLocked
+}
+
 func (op *FDOperator) reset() {
+	// Take the lock of the registration's changes: a change under way finishes
+	// first, and every change made so far (a SetReadPaused in a goroutine that
+	// nothing else orders with the close callbacks, say) reads FD and poll
+	// before they are cleared here. Storing mod below releases it.
+	op.lockMod()
 	op.FD = 0
 	op.OnRead, op.OnWrite, op.OnHup = nil, nil, nil
 	op.Inputs, op.InputAck = nil, nil
 	op.Outputs, op.OutputAck = nil, nil
 	op.poll = nil
 	op.detached = 0
+	atomic.StoreInt32(&op.mod, 0)
 }

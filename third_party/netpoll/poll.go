@@ -63,4 +63,16 @@ const (
 
 	// PollRW2R is used to remove the writable monitor of FDOperator, generally used with PollR2RW.
 	PollRW2R PollEvent = 0x6
+
+	// PollPauseRead stops monitoring a connection's FDOperator for readable
+	// (and, on linux, for a half close: EPOLLRDHUP), so the poller stops
+	// reading its socket until PollResumeRead; see connection.SetReadPaused.
+	// Errors, and on linux hang-ups (EPOLLHUP), are still reported. It
+	// combines with PollR2RW/PollRW2R: waiting for writable is kept.
+	PollPauseRead PollEvent = 0x7
+
+	// PollResumeRead undoes PollPauseRead: the FDOperator is monitored for
+	// readable again (level-triggered, so data that arrived meanwhile is
+	// reported at once).
+	PollResumeRead PollEvent = 0x8
 )

@@ -94,6 +94,12 @@ func (p *defaultPoll) Wait() error {
 			triggerRead = evt.Filter == syscall.EVFILT_READ && evt.Flags&syscall.EV_ENABLE != 0
 			triggerWrite = evt.Filter == syscall.EVFILT_WRITE && evt.Flags&syscall.EV_ENABLE != 0
 			triggerHup = evt.Flags&syscall.EV_EOF != 0
+			if evt.Filter == syscall.EVFILT_READ && operator.readPaused() {
+				// Fetched before PollPauseRead disabled the filter: read
+				// nothing and leave the end of file to the resume, which
+				// reports it again.
+				triggerRead, triggerHup = false, false
+			}
 
 			if triggerRead {
 				if operator.OnRead != nil {
@@ -175,6 +181,9 @@ func (p *defaultPoll) Trigger() error {
 
 // Control implements Poll.
 func (p *defaultPoll) Control(operator *FDOperator, event PollEvent) error {
+	if event == PollPauseRead || event == PollResumeRead {
+		return p.pauseRead(operator, event)
+	}
 	evs := make([]syscall.Kevent_t, 1)
 	evs[0].Ident = uint64(operator.FD)
 	p.setOperator(unsafe.Pointer(&evs[0].Udata), operator)
@@ -198,5 +207,32 @@ func (p *defaultPoll) Control(operator *FDOperator, event PollEvent) error {
 		evs[0].Filter, evs[0].Flags = syscall.EVFILT_WRITE, syscall.EV_DELETE
 	}
 	_, err := syscall.Kevent(p.fd, evs, nil, nil)
+	return err
+}
+
+// pauseRead disables (PollPauseRead) or enables again (PollResumeRead) the
+// read filter of a registered connection. While it is disabled nothing of the
+// socket is reported, an end of file or a reset included (kqueue reports them
+// through the read filter), until PollResumeRead. The write filter is a
+// filter of its own and is not touched.
+func (p *defaultPoll) pauseRead(operator *FDOperator, event PollEvent) error {
+	evs := make([]syscall.Kevent_t, 1)
+	evs[0].Ident = uint64(operator.FD)
+	evs[0].Filter, evs[0].Flags = syscall.EVFILT_READ, syscall.EV_ENABLE
+	if event == PollPauseRead {
+		evs[0].Flags = syscall.EV_DISABLE
+	}
+	old := operator.lockMod()
+	if !p.modOperator(unsafe.Pointer(&evs[0].Udata), operator) {
+		operator.unlockMod(old)
+		return syscall.ENOENT // race builds: detached
+	}
+	flags := modFlags(old, event)
+	operator.setMod(flags)
+	_, err := syscall.Kevent(p.fd, evs, nil, nil)
+	if err != nil {
+		flags = old // the registration is unchanged (ENOENT: detached)
+	}
+	operator.unlockMod(flags)
 	return err
 }

@@ -32,6 +32,13 @@ func (p *defaultPoll) setOperator(ptr unsafe.Pointer, operator *FDOperator) {
 	p.m.Store(operator.FD, operator)
 }
 
+// modOperator reports whether operator is registered, and stores nothing: a
+// change after PollDetach must not put back the entry it deleted.
+func (p *defaultPoll) modOperator(ptr unsafe.Pointer, operator *FDOperator) bool {
+	tmp, _ := p.m.Load(operator.FD)
+	return tmp == operator
+}
+
 func (p *defaultPoll) delOperator(operator *FDOperator) {
 	p.m.Delete(operator.FD)
 }

@@ -170,6 +170,14 @@ func (p *defaultPoll) handler(events []epollevent) (closed bool) {
 			continue
 		}
 
+		if (triggerRead || triggerHup) && operator.readPaused() {
+			// Fetched before PollPauseRead changed the registration: read
+			// nothing, and leave a half close (EPOLLRDHUP) to the resume,
+			// which reports it again (level-triggered). A hang-up still
+			// closes.
+			triggerRead = false
+			triggerHup = evt&syscall.EPOLLHUP != 0
+		}
 		if triggerRead {
 			if operator.OnRead != nil {
 				// for non-connection
@@ -266,6 +274,10 @@ func (p *defaultPoll) Control(operator *FDOperator, event PollEvent) error {
 	// op.FD  -- T1     op.FD = 0  -- T2
 	// T1 and T2 may happen together
 	fd := operator.FD
+	switch event {
+	case PollR2RW, PollRW2R, PollPauseRead, PollResumeRead:
+		return p.modify(fd, operator, event)
+	}
 	var op int
 	var evt epollevent
 	p.setOperator(unsafe.Pointer(&evt.data), operator)
@@ -279,10 +291,41 @@ func (p *defaultPoll) Control(operator *FDOperator, event PollEvent) error {
 	case PollDetach: // deregister
 		p.delOperator(operator)
 		op, evt.events = syscall.EPOLL_CTL_DEL, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|syscall.EPOLLERR
-	case PollR2RW: // connection wait read/write
-		op, evt.events = syscall.EPOLL_CTL_MOD, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|syscall.EPOLLERR
-	case PollRW2R: // connection wait read
-		op, evt.events = syscall.EPOLL_CTL_MOD, syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLERR
 	}
 	return EpollCtl(p.fd, op, fd, &evt)
+}
+
+// modify changes the registration of a registered connection (EPOLL_CTL_MOD):
+// waiting for writable or not (PollR2RW, PollRW2R), reading or not
+// (PollPauseRead, PollResumeRead). Each sets its own flag and keeps the other
+// one, so the registration is
+//
+//	reading:           EPOLLIN|EPOLLRDHUP|EPOLLERR, plus EPOLLOUT while writing
+//	paused:            EPOLLERR, plus EPOLLOUT while writing
+//
+// (EPOLLHUP is always reported). A paused registration has no EPOLLRDHUP: it
+// is level-triggered, so a peer's half close would be reported again and again
+// while nothing reads, and it comes after the data not yet read anyway.
+func (p *defaultPoll) modify(fd int, operator *FDOperator, event PollEvent) error {
+	var evt epollevent
+	old := operator.lockMod()
+	if !p.modOperator(unsafe.Pointer(&evt.data), operator) {
+		operator.unlockMod(old)
+		return syscall.ENOENT // race builds: detached (see modOperator)
+	}
+	flags := modFlags(old, event)
+	evt.events = syscall.EPOLLERR
+	if flags&modReadPaused == 0 {
+		evt.events |= syscall.EPOLLIN | syscall.EPOLLRDHUP
+	}
+	if flags&modWrite != 0 {
+		evt.events |= syscall.EPOLLOUT
+	}
+	operator.setMod(flags)
+	err := EpollCtl(p.fd, syscall.EPOLL_CTL_MOD, fd, &evt)
+	if err != nil {
+		flags = old // the registration is unchanged (ENOENT: detached)
+	}
+	operator.unlockMod(flags)
+	return err
 }

@@ -27,5 +27,12 @@ func (p *defaultPoll) setOperator(ptr unsafe.Pointer, operator *FDOperator) {
 	*(**FDOperator)(ptr) = operator
 }
 
+// modOperator sets the event data of an EPOLL_CTL_MOD of operator's
+// registration; the kernel reports ENOENT if there is none.
+func (p *defaultPoll) modOperator(ptr unsafe.Pointer, operator *FDOperator) bool {
+	*(**FDOperator)(ptr) = operator
+	return true
+}
+
 func (p *defaultPoll) delOperator(operator *FDOperator) {
 }

@@ -72,6 +72,25 @@ func (p *defaultPoll) setOperator(ptr unsafe.Pointer, operator *FDOperator) {
 	p.m.Store(operator.FD, e)
 }
 
+// modOperator sets the event data of an EPOLL_CTL_MOD of operator's
+// registration, with the number of that registration, and reports whether
+// operator is registered. It stores nothing: a change that comes after the
+// operator was detached, or while it is (a flush's or SetReadPaused's, from
+// another goroutine than the detach), must not put back the entry that
+// PollDetach deleted. setOperator would: an entry left for a descriptor that is
+// then closed, and, when the detach deletes the entry between setOperator's
+// Load and Store, one with the old registration's number, so that stale events
+// of that registration reach the operator again (or the next operator on the
+// descriptor, if the operator cache hands the same one out again).
+func (p *defaultPoll) modOperator(ptr unsafe.Pointer, operator *FDOperator) bool {
+	tmp, ok := p.m.Load(operator.FD)
+	if !ok || tmp.(raceEntry).op != operator {
+		return false
+	}
+	*(*eventdata)(ptr) = eventdata{fd: int32(operator.FD), gen: tmp.(raceEntry).gen}
+	return true
+}
+
 func (p *defaultPoll) delOperator(operator *FDOperator) {
 	p.m.Delete(operator.FD)
 }
