@@ -75,6 +75,11 @@ type Conn struct {
 	tap atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
 }
 
+// Closing reports whether a close of c was decided (by its reader, a
+// worker or the sweep) or its transport closed: a transport's reader then
+// discards its input, answering nothing more. One atomic load.
+func (c *Conn) Closing() bool { return c.closeAt.Load() != 0 }
+
 // Transport returns the stream the connection was registered with; the
 // session layer asks it to build the frames it writes (its replies, in the
 // connection's encoding).

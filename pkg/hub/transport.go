@@ -52,3 +52,11 @@ type Encoding interface {
 	// 408), or nil.
 	HandshakeTimeout() []byte
 }
+
+// Unsent is a Transport that can tell how many bytes it accepted are not
+// sent to the peer yet (its socket's send queue: ioctl SIOCOUTQ). A closing
+// connection whose peer is still reading them is not released until they
+// are out (Config.CloseTimeout, Config.WriteTimeout).
+type Unsent interface {
+	Unsent() int
+}

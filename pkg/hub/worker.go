@@ -57,6 +57,7 @@ type worker struct {
 	forceRevalidate bool
 	touched         []*Conn          // connections written during the current batch
 	stalled         []stall          // connections whose socket was full, retried by the timer
+	lingering       map[*Conn]linger // closing connections whose release was put off (lingerOn)
 	keyRefs         map[string]int32 // exact keys with a subscription or group here (interest)
 	wildRefs        int              // wildcard patterns with a subscription or group here
 	unwanted        []unwanted       // interest lost during the batch, cleared at its end
@@ -192,6 +193,7 @@ func (w *worker) retryStalled() {
 		if moved != 0 {
 			s.sent, s.since = c.sent, now
 		}
+
 		if moved >= retryHealthy {
 			s.shift = 0
 		} else if s.shift < retryMaxShift {
@@ -306,6 +308,7 @@ func (w *worker) unregister(c *Conn) {
 	if c.idx < 0 {
 		return
 	}
+	delete(w.lingering, c)
 	for s := c.subs; s != nil; s = s.next {
 		w.detach(s)
 	}
@@ -331,7 +334,7 @@ func (w *worker) sweep(now time.Time) {
 	for i := 0; i < len(w.conns); i++ {
 		c := w.conns[i]
 		if at := c.closeAt.Load(); at != 0 {
-			if ns >= at {
+			if ns >= at && !w.lingerOn(c, ns) {
 				c.release()
 			}
 			continue
@@ -391,4 +394,45 @@ func (w *worker) releaseAll() {
 	for _, c := range append([]*Conn(nil), w.conns...) {
 		c.release()
 	}
+}
+
+// linger is what the sweep knew of a closing connection whose release it
+// put off.
+type linger struct {
+	since  int64  // unix ns of the first put-off
+	sent   uint32 // Conn.sent then
+	unsent int    // the bytes its socket had not sent then
+}
+
+// lingerOn reports whether closing connection c, whose close deadline has
+// passed at ns, is still being read by its peer, and then puts its release
+// off by Config.CloseTimeout: bytes of it are still queued or in the
+// kernel, and some moved since the last sweep. Releasing then would lose
+// them and the close frame behind them: the peer's next bytes (an ack, a
+// ping) would meet a closed socket and draw a reset (case 006's kind). A
+// peer that reads nothing is released as before; none is kept past
+// Config.WriteTimeout after the first put-off.
+func (w *worker) lingerOn(c *Conn, ns int64) bool {
+	unsent := 0
+	if u, ok := c.t.(Unsent); ok {
+		unsent = u.Unsent()
+	}
+	c.wmu.Lock()
+	queued, sent := c.outBytes, c.sent
+	c.wmu.Unlock()
+	l, seen := w.lingering[c]
+	if queued == 0 && unsent == 0 || seen && (sent == l.sent && unsent >= l.unsent || ns-l.since >= int64(w.h.cfg.WriteTimeout)) {
+		delete(w.lingering, c)
+		return false
+	}
+	if !seen {
+		l.since = ns
+		if w.lingering == nil {
+			w.lingering = make(map[*Conn]linger)
+		}
+	}
+	l.sent, l.unsent = sent, unsent
+	w.lingering[c] = l
+	c.closeAt.Store(ns + int64(w.h.cfg.CloseTimeout))
+	return true
 }

@@ -9,9 +9,11 @@ import (
 )
 
 // TestPublishWhileWorkersAreBehindIsRefused checks the backpressure policy:
-// while a worker has MaxPendingPublications queued, a publish gets 42910
-// with a detail instead of queueing (or waiting) without bound, and
-// publishing works again once the worker catches up.
+// while a worker has MaxPendingPublications queued, a publish already read
+// gets 42910 with a detail instead of queueing (or waiting) without bound;
+// the publisher's socket is not read further meanwhile (input flow
+// control, TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind),
+// and publishing works again once the worker catches up.
 func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
 	s := start(t, func(c *Config) {
 		c.RateLimit = 1000
@@ -27,10 +29,14 @@ func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
 	// Hold the only worker so publications pile up behind it.
 	s.Hub().RunShared(func(hub.Writer) { close(blocked); <-release })
 	<-blocked
-	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 1, "msgRef", "a")
+	// Both in one write, read together: the second finds the worker full.
+	alice.SendRaw(append(binFrame("type", "publish", "topic", "demo/general/busy", "data", 1, "msgRef", "a"),
+		binFrame("type", "publish", "topic", "demo/general/busy", "data", 2, "msgRef", "b")...))
 	alice.ExpectFields("type", "published", "msgRef", "a")
-	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 2, "msgRef", "b")
 	alice.ExpectFields("type", "error", "code", 42910, "error", "rate_limit_exceeded", "detail", session.DetailBusy, "msgRef", "b")
+	if s.Hub().InputPauses() == 0 {
+		t.Error("the publisher's input was not paused while the worker was behind")
+	}
 	close(release)
 
 	bob.ExpectFields("type", "message", "data", 1)

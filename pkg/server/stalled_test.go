@@ -139,3 +139,57 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	alice.Send("type", "publish", "topic", topic, "data", "after", "echo", false)
 	healthy.ExpectFields("type", "message", "data", "after")
 }
+
+// A slow consumer that is still reading gets everything the kernel already
+// holds for it and then its 1008 close frame, even when that takes longer
+// than the close linger (its release waits while its socket takes bytes);
+// it never sees the connection reset without the frame.
+func TestSlowConsumerStillReadingGetsItsCloseFrame(t *testing.T) {
+	s := start(t, func(c *Config) {
+		c.RateLimit = 1 << 20
+		c.Hub.OutboundMaxBytes = 256 << 10
+	})
+	const topic = "demo/general/slow-reader"
+	sub := dialNonReader(t, s)
+	sub.Auth("dev-token-bob")
+	subscribe(t, sub, topic)
+	alice := authed(t, s, "dev-token-alice")
+	data := bytes.Repeat([]byte{'x'}, 8<<10)
+	for i := 0; s.Hub().Stats().Slow[hub.SlowOutbound] == 0; i++ {
+		if i == 5000 {
+			t.Fatal("no slow consumer after 5000 messages of 8 KiB")
+		}
+		alice.Send("type", "publish", "topic", topic, "data", data, "echo", false, "msgRef", "m")
+		alice.ExpectType("published")
+	}
+	// Read on, slowly: 32 KiB every 20 ms, with a heartbeat now and then
+	// (acks, pings: input the broker must keep reading while it closes).
+	var last testpeer.Frame
+	frames := 0
+	ping := compiled(ws.NewPingFrame(nil))
+	for {
+		if frames%4 == 3 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if frames%16 == 0 {
+			_, _ = sub.Conn.Write(ping)
+		}
+		f, err := sub.Read(10 * time.Second)
+		if err != nil {
+			break
+		}
+		last = f
+		frames++
+		if f.OpCode == ws.OpClose {
+			break
+		}
+	}
+	if last.OpCode != ws.OpClose {
+		t.Fatalf("the connection ended after %d frames without a close frame (last a %v frame of type %q)", frames, last.OpCode, last.Type())
+	}
+	if code := ws.StatusCode(uint16(last.Payload[0])<<8 | uint16(last.Payload[1])); code != ws.StatusPolicyViolation ||
+		string(last.Payload[2:]) != "slow_consumer" {
+		t.Fatalf("closed with %d %q, want 1008 slow_consumer", code, last.Payload[2:])
+	}
+	t.Logf("%d frames read before the close frame", frames)
+}

@@ -46,3 +46,6 @@ func (st *connState) Close() error { return st.nc.Close() }
 // SetReadPaused implements hub.InputPauser: netpoll stops or resumes
 // reading the socket (sockio.SetReadPaused).
 func (st *connState) SetReadPaused(paused bool) error { return sockio.SetReadPaused(st.nc, paused) }
+
+// Unsent implements hub.Unsent: the bytes the socket has not sent yet.
+func (st *connState) Unsent() int { return sockio.Unsent(st.nc.Fd()) }

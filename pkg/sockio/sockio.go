@@ -97,3 +97,13 @@ func SetReadPaused(sock any, paused bool) error {
 	}
 	return ErrNoReadPause
 }
+
+// Unsent returns the bytes in fd's send queue not yet sent (ioctl
+// SIOCOUTQ, in bytes), 0 when it cannot tell.
+func Unsent(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil {
+		return 0
+	}
+	return n
+}

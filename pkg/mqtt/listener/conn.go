@@ -185,3 +185,6 @@ func (st *conn) write(frame []byte) {
 		st.wrote = true
 	}
 }
+
+// Unsent implements hub.Unsent: the bytes the socket has not sent yet.
+func (st *conn) Unsent() int { return sockio.Unsent(st.nc.Fd()) }

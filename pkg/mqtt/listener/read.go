@@ -42,7 +42,7 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	st, _ := ctx.(*conn)
 	r := nc.Reader()
 	n := r.Len()
-	if st == nil || st.Conn == nil || st.closing {
+	if st == nil || st.Conn == nil || st.closing || st.Conn.Closing() {
 		_ = r.Skip(n)
 		_ = r.Release()
 		return nil
