@@ -9,6 +9,7 @@ import "time"
 // Config.OnClose for c). The new connection is in PhaseAuthed without a
 // session; its reply frames in specs are ignored.
 func (c *Conn) Adopt(t Transport, specs []SubSpec) *Conn {
+	c.w.mustOwn("Adopt")
 	w := c.w
 	now := time.Now().UnixNano()
 	n := &Conn{ID: w.h.nextID.Add(1), t: t, enc: t.Encoding().ID(), w: w, created: now, idx: -1}

@@ -23,6 +23,7 @@ func (h *held) add(p *Publication, display string, wildcard bool) {
 // are not held. It costs a nil check per delivery on connections that hold
 // nothing.
 func (c *Conn) HoldDeliveries() {
+	c.w.mustOwn("HoldDeliveries")
 	if c.held == nil {
 		c.held = &held{}
 	}
@@ -33,6 +34,7 @@ func (c *Conn) HoldDeliveries() {
 // is queued to c, flushes c, and delivers to c directly again. Call it only
 // from Hub.Run.
 func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
+	c.w.mustOwn("ReleaseDeliveries")
 	h := c.held
 	if h == nil {
 		return

@@ -69,7 +69,10 @@ func (c *Conn) PendingReplies() int {
 // Answer gives the reply of ticket t (frame may be nil: nothing to write).
 // Call it on a hub worker (Hub.Run); what it releases is flushed at the end
 // of the worker's batch. From the shared worker use Writer.Answer.
-func (c *Conn) Answer(t Ticket, frame []byte) { c.w.answer(c, t, frame) }
+func (c *Conn) Answer(t Ticket, frame []byte) {
+	c.w.mustOwn("Answer")
+	c.w.answer(c, t, frame)
+}
 
 // answer is Answer from worker w, which flushes c at the end of its batch.
 func (w *worker) answer(c *Conn, t Ticket, frame []byte) {

@@ -243,3 +243,31 @@ func (t *countingTransport) Writev(bufs [][]byte) (int, error) {
 	t.calls.Add(1)
 	return t.testTransport.Writev(bufs)
 }
+
+// TestWorkerOnlyMethodsCheckTheirGoroutine: in race-detector builds a
+// worker-only method called off the connection's worker panics (the
+// single-writer rule enforced, not only documented); on the worker it
+// runs.
+func TestWorkerOnlyMethodsCheckTheirGoroutine(t *testing.T) {
+	if !raceEnabled {
+		t.Skip("the check is compiled into race-detector builds only")
+	}
+	h := startHub(t, Config{Workers: 1})
+	c := authedConn(h, newTestTransport(&textEncoding{id: 1}))
+	done := make(chan struct{})
+	h.Run(c, func(c *Conn) { c.HoldDeliveries(); c.ReleaseDeliveries(nil); close(done) })
+	<-done
+	for name, call := range map[string]func(){
+		"HoldDeliveries": c.HoldDeliveries, "Subscriptions": func() { c.Subscriptions() },
+		"WriteFrame": func() { c.WriteFrame([]byte("x")) }, "StartTap": c.StartTap,
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s off the worker did not panic", name)
+				}
+			}()
+			call()
+		}()
+	}
+}

@@ -101,7 +101,10 @@ func (w *worker) detach(s *sub) {
 
 // Subscribed reports whether c holds a subscription to pattern (its
 // display topic, as the client sent it). Call it only from Hub.Run.
-func (c *Conn) Subscribed(pattern string) bool { return c.findSub(pattern) != nil }
+func (c *Conn) Subscribed(pattern string) bool {
+	c.w.mustOwn("Subscribed")
+	return c.findSub(pattern) != nil
+}
 
 func (c *Conn) findSub(pattern string) *sub {
 	for s := c.subs; s != nil; s = s.next {
@@ -134,6 +137,7 @@ type Subscription struct {
 
 // Subscriptions lists c's subscriptions. Call it only from Hub.Run.
 func (c *Conn) Subscriptions() []Subscription {
+	c.w.mustOwn("Subscriptions")
 	out := make([]Subscription, 0, c.nsubs)
 	for s := c.subs; s != nil; s = s.next {
 		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters,
@@ -163,9 +167,13 @@ func (w *worker) setFilters(c *Conn, pattern string, filters []string, ok []byte
 // DropSubscription removes c's subscription to pattern (after a revalidation
 // revoked it, OQ-12). Call it only from Hub.Run.
 func (c *Conn) DropSubscription(pattern string) {
+	c.w.mustOwn("DropSubscription")
 	c.w.unsubscribe(c, pattern)
 }
 
 // WriteFrame queues frame to c from code running on c's worker (Hub.Run);
 // it is flushed at the end of the worker's batch.
-func (c *Conn) WriteFrame(frame []byte) { c.w.write(c, frame) }
+func (c *Conn) WriteFrame(frame []byte) {
+	c.w.mustOwn("WriteFrame")
+	c.w.write(c, frame)
+}

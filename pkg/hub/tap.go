@@ -153,6 +153,7 @@ func (c *Conn) TapReplayed(id, display string, payload []byte) {
 // (TapAck), unless its client was found not to ack. Call it only from
 // Hub.Run.
 func (c *Conn) StartTap() {
+	c.w.mustOwn("StartTap")
 	if c.tap.Load() == nil {
 		c.tap.Store(&tap{})
 	}

@@ -53,6 +53,7 @@ type worker struct {
 	// bytesReported for workers that do not answer a later one in time.
 	bytesOut      uint64
 	bytesReported atomic.Uint64
+	gid           atomic.Int64 // the worker goroutine's id, race builds only (owner_race.go)
 
 	forceRevalidate bool
 	touched         []*Conn          // connections written during the current batch
@@ -95,6 +96,7 @@ func (w *worker) addRetry(c *Conn) { w.in.addRetry(c) }
 
 func (w *worker) run() {
 	defer w.h.wg.Done()
+	w.owner()
 	tick := time.NewTicker(w.h.cfg.Tick)
 	defer tick.Stop()
 	retry := time.NewTimer(time.Hour)
