@@ -245,12 +245,8 @@ func FuzzAppendJSON(f *testing.F) {
 	})
 }
 
-// jsonBenchCases are the inputs of BenchmarkAppendJSON and BenchmarkJSONLen.
-func jsonBenchCases() []struct {
-	name string
-	give []byte
-} {
-	return []struct {
+func BenchmarkAppendJSON(b *testing.B) {
+	cases := []struct {
 		name string
 		give []byte
 	}{
@@ -263,10 +259,7 @@ func jsonBenchCases() []struct {
 		{name: "deep", give: deepData(MaxDataDepth)},
 		{name: "text_4KiB", give: enc(string(bytes.Repeat([]byte("lorem ipsum "), 341)))},
 	}
-}
-
-func BenchmarkAppendJSON(b *testing.B) {
-	for _, c := range jsonBenchCases() {
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			dst := make([]byte, 0, 8192)
 			b.ReportAllocs()
