@@ -166,3 +166,17 @@ type Broker interface {
 	// HandleNodeDown), disconnects and stops delivering.
 	Close() error
 }
+
+// InterestWaiter is a Broker that can tell when this node's interest in a
+// key has reached the bus, so that a subscription is confirmed only once
+// publications from other nodes will reach it (docs/cluster.md: `subscribed`
+// means subscribed cluster-wide). The hub calls InterestReady on a worker
+// right after Interest or GroupInterest gave it its first reference to the
+// key (group "" for a broadcast subscription, else the group's name) and
+// writes the subscription's reply and retained messages once done has
+// been called. done is called exactly once, from any goroutine, possibly
+// before InterestReady returns; also when the bus cannot be reached
+// (within a bounded wait), so that no reply waits for ever.
+type InterestWaiter interface {
+	InterestReady(group, key string, wildcard bool, done func())
+}

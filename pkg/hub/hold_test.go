@@ -98,7 +98,7 @@ func TestTapBounds(t *testing.T) {
 // coming (its network went) keeps its unacked deliveries, and so does one
 // that has acked before.
 func TestTapLetsGoOfANonAcker(t *testing.T) {
-	h := startHub(t, Config{Workers: 1})
+	h := New(Config{Workers: 1}) // not started: the test drives the worker-only methods itself
 	now := time.Now().UnixNano()
 	pub := func(id string) *Publication { return &Publication{Msg: wire.Message{MsgID: id}} }
 
@@ -162,7 +162,7 @@ func TestTapBeforeTheFirstAck(t *testing.T) {
 // TestTapKeepsReplayedMessages: a message a replay wrote is kept like a
 // delivery, reported with its payload until acked by its msgId.
 func TestTapKeepsReplayedMessages(t *testing.T) {
-	h := startHub(t, Config{Workers: 1})
+	h := New(Config{Workers: 1}) // not started: the test drives the worker-only methods itself
 	c := &Conn{w: h.workers[0]}
 	c.StartTap()
 	c.TapReplayed("r1", "t", []byte{0x80})

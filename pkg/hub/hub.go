@@ -63,6 +63,13 @@ type Config struct {
 	// must not block. nil means nobody listens.
 	OnInterest      func(key string, wildcard bool, delta int)
 	OnGroupInterest func(group, key string, wildcard bool, delta int)
+	// InterestReady, when not nil, is called on a worker right after
+	// OnInterest (group "") or OnGroupInterest gave it its first
+	// reference to a key; the subscription's reply and retained messages
+	// are written only once done has been called (from any goroutine, at
+	// most once): a cluster's broker confirms a subscription once other
+	// nodes' publications will reach it (broker.InterestWaiter).
+	InterestReady func(group, key string, wildcard bool, done func())
 	// RetainTTL is the lifetime of a retained message; 0 means 1 h
 	// (RETAIN_TTL_SECONDS, OQ-15). MaxRetained bounds the retained topics;
 	// 0 means 100000, beyond which an expired entry (else an arbitrary one)

@@ -21,16 +21,24 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	c.nsubs++
 	w.h.stats.subs.Add(1)
 	if !spec.LoadBalance {
-		if w.tab.insert(s) {
+		first := w.tab.insert(s)
+		if first {
 			w.interest(s, 1)
 		}
 		if spec.marked {
 			w.settle(s.key, s.wildcard)
 		}
-		w.reply(c, spec, spec.Reply)
-		if !spec.NoRetained {
-			w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+		confirm := func() {
+			w.reply(c, spec, spec.Reply)
+			if !spec.NoRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
+				w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+			}
 		}
+		if first && w.h.cfg.InterestReady != nil {
+			w.afterInterest("", s.key, s.wildcard, confirm)
+			return
+		}
+		confirm()
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
@@ -58,6 +66,14 @@ func (w *worker) interest(s *sub, delta int) {
 	if f := w.h.cfg.OnInterest; f != nil {
 		f(s.key, s.wildcard, delta)
 	}
+}
+
+// afterInterest runs then on w once Config.InterestReady says the node's
+// new interest in key has reached the bus.
+func (w *worker) afterInterest(group, key string, wildcard bool, then func()) {
+	w.h.cfg.InterestReady(group, key, wildcard, func() {
+		w.post(op{kind: opRun, fn: func(*Conn) { then() }})
+	})
 }
 
 // unmark ends the pending interest mark of spec, a subscription of c that

@@ -259,21 +259,30 @@ func (w *worker) handle(o *op) {
 	case opRun:
 		o.fn(o.c)
 	case opMemberAdd:
-		if w.grp.add(o.member) {
-			w.gain(o.member.key, o.member.wild)
+		m := o.member
+		created := w.grp.add(m)
+		if created {
+			w.gain(m.key, m.wild)
 			w.h.stats.groups.Add(1)
 			if f := w.h.cfg.OnGroupInterest; f != nil {
-				f(o.member.group, o.member.key, o.member.wild, 1)
+				f(m.group, m.key, m.wild, 1)
 			}
 		}
-		if o.member.marked {
-			w.settle(o.member.key, o.member.wild)
+		if m.marked {
+			w.settle(m.key, m.wild)
 		}
-		if o.member.reply != nil {
-			w.answer(o.member.c, o.member.ticket, o.member.reply)
+		confirm := func() {
+			if m.reply != nil {
+				w.answer(m.c, m.ticket, m.reply)
+			}
+			if !m.noRetained && m.g != nil {
+				w.sendRetained(m.c, m.pattern, m.key, m.wild, m.filters, 0)
+			}
 		}
-		if !o.member.noRetained {
-			w.sendRetained(o.member.c, o.member.pattern, o.member.key, o.member.wild, o.member.filters, 0)
+		if created && w.h.cfg.InterestReady != nil {
+			w.afterInterest(m.group, m.key, m.wild, confirm)
+		} else {
+			confirm()
 		}
 	case opMemberRemove:
 		if w.grp.remove(o.member) {

@@ -235,3 +235,53 @@ func TestNATSClusterRetainedForALateNode(t *testing.T) {
 	})
 	t.Logf("a node started after the retained publish had it %v after its first subscribe", took)
 }
+
+// `subscribed` means subscribed cluster-wide: a message published on
+// another node right after the subscriber read its `subscribed` reaches
+// it, every time (the node answers once NATS confirmed its new interest,
+// broker.InterestWaiter). Each topic is new, so each subscribe is a first
+// interest: a SUB that must reach NATS before the answer. The nodes share
+// one NATS server, where the confirmation is exact; across the servers of
+// a NATS cluster the servers' own route propagation comes on top
+// (docs/cluster.md).
+func TestNATSSubscribedMeansSubscribedClusterWide(t *testing.T) {
+	server := natstest.RunJetStream(t)
+	var nodes []*Server
+	for i := 0; i < 3; i++ {
+		b, err := natsbroker.New(natsbroker.Config{URLs: []string{server.ClientURL()}, Node: fmt.Sprintf("node%d", i),
+			Heartbeat: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, start(t, func(c *Config) { c.Broker, c.NodeID, c.RateLimit = b, fmt.Sprintf("node%d", i), 1000 }))
+	}
+	sub := authed(t, nodes[2], "dev-token-bob")
+	alice := authed(t, nodes[0], "dev-token-alice")
+	// The cluster's routes are up: a first subscription crosses them.
+	subscribe(t, sub, "demo/general/warmup")
+	interestSettles(t, func() bool {
+		alice.Send("type", "publish", "topic", "demo/general/warmup", "data", 0)
+		_, err := sub.Read(50 * time.Millisecond)
+		return err == nil
+	})
+	sub.Send("type", "unsubscribe", "topic", "demo/general/warmup")
+	for {
+		if f, err := sub.Read(200 * time.Millisecond); err != nil || f.Type() == "unsubscribed" {
+			break
+		}
+	}
+	const total = 300
+	got := 0
+	for i := 0; i < total; i++ {
+		topic := fmt.Sprintf("demo/general/first-%d", i)
+		sub.Send("type", "subscribe", "topic", topic)
+		sub.ExpectFields("type", "subscribed", "topic", topic)
+		alice.Send("type", "publish", "topic", topic, "data", i)
+		if f, err := sub.Read(2 * time.Second); err == nil && f.Type() == "message" && f.Map["topic"] == topic {
+			got++
+		}
+	}
+	if got != total {
+		t.Fatalf("%d of %d messages published right after `subscribed` arrived", got, total)
+	}
+}

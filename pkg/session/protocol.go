@@ -140,6 +140,9 @@ func New(cfg Config) (*Protocol, error) {
 	if p.multi {
 		hc.OnInterest = cfg.Broker.Interest
 		hc.OnGroupInterest = cfg.Broker.GroupInterest
+		if w, ok := cfg.Broker.(broker.InterestWaiter); ok {
+			hc.InterestReady = w.InterestReady
+		}
 		p.orgs.share = cfg.Broker.SetConnections
 	}
 	p.hub = hub.New(hc)

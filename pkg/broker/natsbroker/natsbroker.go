@@ -135,7 +135,12 @@ type Broker struct {
 	mu     sync.Mutex
 	subs   map[interest]*interestSubs
 	closed bool
-	ret    retention // retained.go
+
+	// waiting are the InterestReady callbacks of interests whose NATS
+	// subscriptions are not flushed yet; flushing says a flusher runs.
+	waiting  []interestWait
+	flushing bool
+	ret      retention // retained.go
 }
 
 type interest struct {
@@ -145,12 +150,14 @@ type interest struct {
 }
 
 type interestSubs struct {
-	count int
-	subs  []*nats.Subscription
+	count   int
+	subs    []*nats.Subscription
+	flushed bool // the SUB lines have reached the server (InterestReady)
 }
 
 type counters struct {
 	published, dropped, received, duplicates, malformed, reconnects atomic.Uint64
+	interestFlushFailed                                             atomic.Uint64
 }
 
 // New checks cfg and returns a Broker; it connects in Start.
@@ -303,6 +310,73 @@ func (b *Broker) send(subject string, payload []byte) error {
 	}
 	b.stats.published.Add(1)
 	return nil
+}
+
+type interestWait struct {
+	e    *interestSubs
+	done func()
+}
+
+// interestFlushWait bounds how long InterestReady waits for NATS to
+// confirm the node's new subscriptions before it answers anyway.
+const interestFlushWait = 2 * time.Second
+
+// InterestReady implements broker.InterestWaiter: done runs once the NATS
+// subscriptions of the node's interest in key (group "" for broadcast)
+// have reached its NATS server (a flush: PING, PONG), at once when they
+// already have. Callbacks arriving while a flush is under way are served
+// by the next one, so a burst of first subscriptions costs a few round
+// trips, not one each. Within one NATS server this means the server will
+// route the node its next publication on key; across the servers of a
+// NATS cluster a subscription also needs the servers' own interest
+// propagation (docs/cluster.md).
+func (b *Broker) InterestReady(group, key string, wildcard bool, done func()) {
+	b.mu.Lock()
+	e := b.subs[interest{group: group, key: key, wildcard: wildcard}]
+	if e == nil || e.flushed || b.closed {
+		b.mu.Unlock()
+		done()
+		return
+	}
+	b.waiting = append(b.waiting, interestWait{e: e, done: done})
+	start := !b.flushing
+	b.flushing = true
+	b.mu.Unlock()
+	if start {
+		go b.flushInterest()
+	}
+}
+
+// flushInterest flushes both NATS connections until no callback waits,
+// then marks the interests flushed and runs their callbacks.
+func (b *Broker) flushInterest() {
+	for {
+		b.mu.Lock()
+		batch := b.waiting
+		b.waiting = nil
+		if len(batch) == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		err := b.nc.FlushTimeout(interestFlushWait)
+		if err == nil && b.qc != b.nc {
+			err = b.qc.FlushTimeout(interestFlushWait)
+		}
+		if err != nil {
+			b.stats.interestFlushFailed.Add(1)
+			b.log.Warn("NATS did not confirm new subscriptions in time: answering them anyway", zap.Error(err))
+		}
+		b.mu.Lock()
+		for _, w := range batch {
+			w.e.flushed = w.e.flushed || err == nil
+		}
+		b.mu.Unlock()
+		for _, w := range batch {
+			w.done()
+		}
+	}
 }
 
 // Interest implements broker.Broker.
