@@ -45,10 +45,15 @@ func (p Problem) String() string {
 // Check validates the token file at path strictly, for `kraken
 // check-config`: everything New would refuse, and everything New would
 // accept while not doing what the file says (an unknown permission such
-// as "readwrite", a field of the wrong type, an entry without an
-// actorTokenId), each with its line and column. It returns the number of
-// tokens the broker would accept and the problems in file order; the file
-// is fit to serve as written when no problem is an error.
+// as "readwrite", a grant pattern the broker's topic rules refuse, a field
+// of the wrong type, an entry without an actorTokenId), each with its line
+// and column. It returns the number of tokens the broker would serve from
+// the file (entries with an actorTokenId string) and the problems in file
+// order; the file is fit to serve as written when no problem is an error.
+//
+// Check and every reload of a running Static (ReloadFor) use the same
+// validator, so a file Check finds an error in is never loaded by a
+// reload: the tokens in force stay.
 func Check(path string) (tokens int, problems []Problem) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -59,6 +64,18 @@ func Check(path string) (tokens int, problems []Problem) {
 		}
 		return 0, []Problem{{Msg: fmt.Sprintf("cannot read %s: %v", path, reason)}}
 	}
+	problems = validate(data)
+	if set, err := parseTokenFile(data, path, zap.NewNop()); err == nil {
+		tokens = len(set.byToken)
+	}
+	return tokens, problems
+}
+
+// validate is the validator of the token file's contents, shared by Check
+// and ReloadFor: JSON syntax, the top-level shape {"tokens": {...}}, every
+// token entry, and every pattern against the broker's topic rules. It
+// returns the problems in file order, with lines and columns.
+func validate(data []byte) []Problem {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 		p := Problem{Msg: err.Error()}
@@ -70,10 +87,7 @@ func Check(path string) (tokens int, problems []Problem) {
 			}
 			p.Line, p.Column = lineCol(data, pos)
 		}
-		return 0, []Problem{p}
-	}
-	if set, err := parseTokenFile(data, path, zap.NewNop()); err == nil {
-		tokens = len(set.byToken)
+		return []Problem{p}
 	}
 	c := &checker{data: data}
 	c.top(newJSONParser(data).value())
@@ -83,7 +97,7 @@ func Check(path string) (tokens int, problems []Problem) {
 		out[i] = p.Problem
 		out[i].Line, out[i].Column = lineCol(data, p.off)
 	}
-	return tokens, out
+	return out
 }
 
 // checker collects the problems of one file with their byte offsets.
