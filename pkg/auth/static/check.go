@@ -10,8 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/topic"
 )
 
 // Problem is one finding of Check, at a position in the token file.
@@ -100,6 +103,15 @@ func validate(data []byte) []Problem {
 	return out
 }
 
+// at renders the problem as "path:line:column: msg" ("path: msg" without a
+// position), for log lines and errors, where the level says "error".
+func (p Problem) at(path string) string {
+	if p.Line == 0 {
+		return path + ": " + p.Msg
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", path, p.Line, p.Column, p.Msg)
+}
+
 // checker collects the problems of one file with their byte offsets.
 type checker struct {
 	data  []byte
@@ -131,8 +143,11 @@ func (c *checker) top(root *jnode) {
 	}
 	tokens := root.get("tokens")
 	switch {
-	case tokens == nil || tokens.kind == 'z':
-		c.warnf(root.off, "no \"tokens\" object: no token is accepted")
+	case tokens == nil:
+		c.errorf(root, "no \"tokens\" key: the file grants nothing; want {\"tokens\": {\"<token>\": {\"actorTokenId\": ...}}}")
+		return
+	case tokens.kind == 'z':
+		c.errorf(tokens, "\"tokens\" is null: the file grants nothing; want an object of token entries")
 		return
 	case tokens.kind != '{':
 		c.errorf(tokens, "\"tokens\" is %s, want an object", tokens.typeName())
@@ -265,7 +280,16 @@ func (c *checker) rules(where string, n *jnode) {
 				c.str(at+"."+k.name, k.val)
 			}
 		}
-		switch p := r.get("permission"); {
+		perm := r.get("permission")
+		switch pat := r.get("pattern"); {
+		case pat != nil && pat.kind == '"':
+			c.pattern(at+".pattern", pat, ruleGrantsNothing)
+		case pat == nil || pat.kind == 'z':
+			if perm != nil && perm.kind != 'z' {
+				c.errorf(r, "%s has a permission but no pattern; the rule grants nothing", at)
+			}
+		}
+		switch p := perm; {
 		case p == nil || p.kind == 'z':
 			c.warnf(r.off, "%s has no permission; the rule grants nothing", at)
 		case p.kind != '"':
@@ -286,6 +310,8 @@ func (c *checker) subscriptions(where string, n *jnode) {
 		case '"':
 			if s.str == "" {
 				c.errorf(s, "%s is an empty pattern; it is dropped", at)
+			} else {
+				c.pattern(at, s, "it is never restored")
 			}
 			continue
 		case '{':
@@ -313,8 +339,13 @@ func (c *checker) subscriptions(where string, n *jnode) {
 				}
 			}
 		}
-		if !hasPattern {
+		switch p, n := s.get("pattern"), s.get("name"); {
+		case !hasPattern:
 			c.errorf(s, "%s has no pattern; it is dropped", at)
+		case p != nil && p.kind == '"' && p.str != "": // pattern wins over name, as in parse_fields.go
+			c.pattern(at+".pattern", p, "it is never restored")
+		default:
+			c.pattern(at+".name", n, "it is never restored")
 		}
 	}
 }
@@ -342,6 +373,55 @@ func (c *checker) lobbies(where string, n *jnode) {
 		}
 	}
 }
+
+// pattern checks a pattern string (a grant rule's, an active
+// subscription's) against the broker's topic rules, those every subscribe
+// is checked with (topic.ValidateSubscribe): not empty, at most
+// topic.MaxTopicBytes bytes and topic.MaxTopicLevels levels, '+' and '#'
+// only as whole levels and '#' only as the last one. effect says what the
+// broker does with a pattern that breaks them.
+func (c *checker) pattern(where string, n *jnode, effect string) {
+	err := topic.ValidateSubscribe(n.str)
+	if err == nil {
+		return
+	}
+	shown := n.str
+	if utf8.RuneCountInString(shown) > 40 {
+		shown = string([]rune(shown)[:40]) + "…"
+	}
+	var why string
+	switch {
+	case errors.Is(err, topic.ErrEmpty):
+		why = "is empty"
+	case errors.Is(err, topic.ErrTooLong):
+		why = fmt.Sprintf("%q is %d bytes, more than the %d a topic may have", shown, len(n.str), topic.MaxTopicBytes)
+		effect = bounded(effect)
+	case errors.Is(err, topic.ErrTooManyLevels):
+		why = fmt.Sprintf("%q has %d levels, more than the %d a topic may have", shown, strings.Count(n.str, "/")+1, topic.MaxTopicLevels)
+		effect = bounded(effect)
+	case errors.Is(err, topic.ErrBadWildcard):
+		why = fmt.Sprintf("%q misplaces a wildcard ('+' and '#' must be whole levels, '#' only the last)", shown)
+	case errors.Is(err, topic.ErrNullByte):
+		why = fmt.Sprintf("%q contains a null character", shown)
+	default:
+		why = fmt.Sprintf("%q is not a valid topic pattern (%v)", shown, err)
+	}
+	c.errorf(n, "%s %s; %s", where, why, effect)
+}
+
+// bounded is what a rule whose pattern breaks the length or depth bound
+// grants: "+" levels and a last "#" can still match a few topics within
+// the bounds, so "grants nothing" would overstate it.
+func bounded(effect string) string {
+	if effect == ruleGrantsNothing {
+		return "no client can subscribe to it as written, and it grants at most the topics within the bounds that it matches"
+	}
+	return effect
+}
+
+// ruleGrantsNothing is what a rule with a pattern that cannot match any
+// topic a client may use grants.
+const ruleGrantsNothing = "the rule grants nothing"
 
 // stringArray checks an array of strings.
 func (c *checker) stringArray(where string, n *jnode) {
