@@ -104,7 +104,7 @@ func validate(data []byte) []Problem {
 }
 
 // at renders the problem as "path:line:column: msg" ("path: msg" without a
-// position), for log lines and errors, where the level says "error".
+// position), without its kind, for a reload's log line and error.
 func (p Problem) at(path string) string {
 	if p.Line == 0 {
 		return path + ": " + p.Msg
