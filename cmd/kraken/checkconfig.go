@@ -30,8 +30,10 @@ func testFlag(args []string) ([]string, bool) {
 // runCheckConfig is `kraken check-config [flags]` (and `kraken -t
 // [flags]`): it reads the environment and the flags exactly as the broker
 // does (config.Load), validates every setting and, with the token file,
-// the file itself strictly (static.Check: unknown permissions, ignored
-// fields and refused entries are errors, with path, line and column), and
+// the file itself strictly (static.Check, the validator of the broker's
+// reloads: unknown permissions, grant patterns the topic rules refuse,
+// ignored fields and refused entries are errors, with path, line and
+// column), and
 // files named by other settings. It prints a report on stdout and exits 0
 // when nothing is an error (warnings allowed), 2 otherwise. It starts
 // nothing and listens on nothing.
@@ -51,7 +53,7 @@ func runCheckConfig(args []string, lookup func(string) (string, bool), stdout, s
 			r.errorf("%s", p)
 		}
 	} else {
-		r.linef("settings: ok (%d, environment and flags applied)", len(config.Vars()))
+		r.linef("settings: ok (all %d settings valid, environment and flags applied)", len(config.Vars()))
 	}
 	r.settingWarnings(cfg)
 	switch {
@@ -120,20 +122,36 @@ func (r *checkReport) settingWarnings(cfg config.Config) {
 }
 
 // tokenFile checks the token file strictly and reports each problem as
-// path:line:column.
+// path:line:column. The heading says what the file amounts to: "ok (<n>
+// tokens)", the tokens a broker serves from it (entries with an
+// actorTokenId), when nothing is an error; otherwise the count of errors
+// and that a running broker refuses to reload the file, since a reload
+// uses the same validator (static.Check) and keeps the tokens in force.
 func (r *checkReport) tokenFile(path string) {
 	tokens, probs := static.Check(path)
-	if len(probs) == 0 {
-		r.linef("token file %s: ok (%s)", path, plural(tokens, "token"))
-		return
-	}
-	r.linef("token file %s: %s accepted as written", path, plural(tokens, "token"))
+	errs, warns := 0, 0
 	for _, p := range probs {
 		if p.Warning {
-			r.warnings++
+			warns++
 		} else {
-			r.errors++
+			errs++
 		}
+	}
+	switch {
+	case errs > 0:
+		counts := plural(errs, "error")
+		if warns > 0 {
+			counts += ", " + plural(warns, "warning")
+		}
+		r.linef("token file %s: %s: a running broker refuses to reload this file and keeps the tokens in force", path, counts)
+	case warns > 0:
+		r.linef("token file %s: ok (%s), %s:", path, plural(tokens, "token"), plural(warns, "warning"))
+	default:
+		r.linef("token file %s: ok (%s)", path, plural(tokens, "token"))
+	}
+	r.errors += errs
+	r.warnings += warns
+	for _, p := range probs {
 		if p.Line == 0 {
 			r.linef("%s", p)
 			continue

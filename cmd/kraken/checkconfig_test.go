@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/NoLagApp/kraken/pkg/config"
 )
 
 // runIn runs the command in process with env as the environment.
@@ -40,14 +43,15 @@ func TestCheckConfig(t *testing.T) {
 		dontWant []string
 	}{
 		{name: "demo defaults", args: []string{"check-config"}, env: []string{"AUTH_FILE=../../examples/auth.json"},
-			want: []string{"settings: ok", "token file ../../examples/auth.json: ok (2 tokens)", "kraken check-config: OK (0 warnings)"}},
+			want: []string{fmt.Sprintf("settings: ok (all %d settings valid, environment and flags applied)", len(config.Vars())),
+				"token file ../../examples/auth.json: ok (2 tokens)", "kraken check-config: OK (0 warnings)"}},
 		{name: "-t with a flag", args: []string{"-t", "--auth-file", good},
 			want: []string{"token file " + good + ": ok (1 token)", "kraken check-config: OK"}},
 		{name: "-t after flags", args: []string{"--ws-port", "9000", "-t"}, env: []string{"AUTH_FILE=" + good},
 			want: []string{"kraken check-config: OK"}},
 		{name: "unknown permission", args: []string{"check-config"}, env: []string{"AUTH_FILE=" + readwrite}, wantCode: 2,
 			want: []string{
-				"token file " + readwrite + ": 1 token accepted as written",
+				"token file " + readwrite + ": 1 error: a running broker refuses to reload this file and keeps the tokens in force",
 				readwrite + `:3:56: error: token entry 1 (actorTokenId "a"): allowedTopics[0].permission "readwrite" is not`,
 				"kraken check-config: 1 error, 0 warnings",
 			}},
@@ -83,6 +87,94 @@ func TestCheckConfig(t *testing.T) {
 				if strings.Contains(out, w) {
 					t.Errorf("stdout has %q:\n%s", w, out)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckConfigTokenFile: check-config checks every grant pattern with
+// the broker's topic rules and requires the {"tokens": {...}} shape; each
+// bad file exits 2 with its error at path:line:column, under a heading
+// that counts the errors and says a running broker would not reload the
+// file, never "accepted"; a file with warnings only exits 0.
+func TestCheckConfigTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	rule := func(pattern string) string {
+		return "{\"tokens\": {\n  \"tok\": {\"actorTokenId\": \"alice\",\n    \"allowedTopics\": [{\"pattern\": " + pattern +
+			", \"permission\": \"pubSub\"}]}}}"
+	}
+	const head = ": a running broker refuses to reload this file and keeps the tokens in force"
+	tests := []struct {
+		name     string
+		give     string
+		wantCode int
+		want     []string // lines of stdout after the settings line, each a prefix; "{file}" stands for the file's path
+	}{
+		{name: "hash not last", give: rule(`"demo/#/general"`), wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head,
+			`{file}:3:35: error: token entry 1 (actorTokenId "alice"): allowedTopics[0].pattern "demo/#/general" misplaces a wildcard ('+' and '#' must be whole levels, '#' only the last); the rule grants nothing`,
+			"kraken check-config: 1 error, 0 warnings"}},
+		{name: "plus inside a level", give: rule(`"demo/gen+/x"`), wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head,
+			`{file}:3:35: error: token entry 1 (actorTokenId "alice"): allowedTopics[0].pattern "demo/gen+/x" misplaces a wildcard`,
+			"kraken check-config: 1 error, 0 warnings"}},
+		{name: "empty pattern", give: rule(`""`), wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head,
+			`{file}:3:35: error: token entry 1 (actorTokenId "alice"): allowedTopics[0].pattern is empty; the rule grants nothing`,
+			"kraken check-config: 1 error, 0 warnings"}},
+		{name: "2,000-byte pattern", give: rule(`"` + strings.Repeat("a", 2000) + `"`), wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head,
+			`{file}:3:35: error: token entry 1 (actorTokenId "alice"): allowedTopics[0].pattern "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…" is 2000 bytes, more than the 1024 a topic may have; no client can subscribe to it as written`,
+			"kraken check-config: 1 error, 0 warnings"}},
+		{name: "65 levels", give: rule(`"a` + strings.Repeat("/a", 64) + `"`), wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head,
+			`{file}:3:35: error: token entry 1 (actorTokenId "alice"): allowedTopics[0].pattern "a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/…" has 65 levels, more than the 64 a topic may have`,
+			"kraken check-config: 1 error, 0 warnings"}},
+		{name: "no tokens object", give: "{\n  \"_comment\": \"no tokens\",\n  \"users\": {}\n}", wantCode: 2, want: []string{
+			"token file {file}: 1 error, 1 warning" + head,
+			`{file}:1:1: error: no "tokens" key: the file grants nothing; want {"tokens": {"<token>": {"actorTokenId": ...}}}`,
+			`{file}:3:3: warning: unknown top-level key "users" is ignored`,
+			"kraken check-config: 1 error, 1 warning"}},
+		{name: "tokens null", give: `{"tokens": null}`, wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head, `{file}:1:12: error: "tokens" is null: the file grants nothing`}},
+		{name: "tokens an array", give: `{"tokens": [{"actorTokenId": "alice"}]}`, wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head, `{file}:1:12: error: "tokens" is an array, want an object`}},
+		{name: "top-level array", give: `[{"tokens": {}}]`, wantCode: 2, want: []string{
+			"token file {file}: 1 error" + head, `{file}:1:1: error: the top-level value is an array, want an object with a "tokens" object`}},
+		{name: "bad active subscription", give: "{\"tokens\": {\"tok\": {\"actorTokenId\": \"alice\",\n  \"activeSubscriptions\": [\"demo/#/x\"]}}}", wantCode: 2,
+			want: []string{"token file {file}: 1 error" + head,
+				`{file}:2:27: error: token entry 1 (actorTokenId "alice"): activeSubscriptions[0] "demo/#/x" misplaces a wildcard ('+' and '#' must be whole levels, '#' only the last); it is never restored`}},
+		{name: "valid wildcards", give: rule(`"demo/+/x/#"`), want: []string{
+			"token file {file}: ok (1 token)", "kraken check-config: OK (0 warnings)"}},
+		{name: "warnings only", give: "{\"tokens\": {\"tok\": {\"actorTokenId\": \"alice\", \"typo\": 1}}}", want: []string{
+			"token file {file}: ok (1 token), 1 warning:", `{file}:1:46: warning: token entry 1 (actorTokenId "alice"): unknown key "typo" is ignored`,
+			"kraken check-config: OK (1 warning)"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("auth-%d.json", i))
+			if err := os.WriteFile(path, []byte(tt.give), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runIn([]string{"AUTH_FILE=" + path}, "check-config")
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out, errs)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) < 1 || !strings.HasPrefix(lines[0], "settings: ok (all ") {
+				t.Fatalf("first line %q, want the settings", lines[0])
+			}
+			lines = lines[1:]
+			if len(lines) < len(tt.want) {
+				t.Fatalf("stdout has %d lines after the settings, want at least %d:\n%s", len(lines), len(tt.want), out)
+			}
+			for j, w := range tt.want {
+				if w = strings.ReplaceAll(w, "{file}", path); !strings.HasPrefix(lines[j], w) {
+					t.Errorf("line %d = %q\nwant prefix %q", j+2, lines[j], w)
+				}
+			}
+			if strings.Contains(out, "accepted") {
+				t.Errorf("stdout says accepted:\n%s", out)
 			}
 		})
 	}

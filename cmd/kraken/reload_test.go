@@ -30,7 +30,7 @@ const (
 // tokenFileSize and tokenFileTime are the size and mtime of every version
 // of a SIGHUP test's token file. The watcher compares only these two, so it
 // never sees a change and only SIGHUP can load a new version.
-const tokenFileSize = 2048
+const tokenFileSize = 4096
 
 var tokenFileTime = time.Unix(1_600_000_000, 0)
 

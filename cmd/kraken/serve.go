@@ -345,11 +345,13 @@ func newHTTPAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, erro
 
 // reloadTokenFile is SIGHUP with the token file: the reload the file
 // watcher runs, so a valid file replaces the token set, flushes the token
-// cache and revalidates every live connection (OnChange), and a broken one
-// keeps the last valid tokens in force (D-1). Static logs the one line of
-// the reload, with trigger "sighup": "Reloaded auth file <path>: <n>
-// tokens" at info, or "Failed to parse auth file <path>: <reason>" (or
-// "Cannot read ...") at error with the tokens kept.
+// cache and revalidates every live connection (OnChange), and a broken one,
+// or one with an error check-config reports (the same validator), keeps
+// the last valid tokens in force (D-1) and makes /ready not ready. Static
+// logs the one line of the reload, with trigger "sighup": "Reloaded auth
+// file <path>: <n> tokens" at info, or "Failed to parse auth file <path>:
+// <reason>" ("Cannot read ...", "Refused auth file <path>: ... <path>:L:C:
+// ...") at error with the tokens kept.
 func reloadTokenFile(st *static.Static) {
 	_ = st.ReloadFor("sighup") // logged and counted by Static
 }

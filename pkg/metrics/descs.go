@@ -49,7 +49,7 @@ func newDescs() descs {
 		authDuration:     n("auth_duration_seconds", "Time to validate a token: token cache, token file or auth service.", "backend"),
 		breakerOpen:      n("auth_breaker_open", "1 while the HTTP auth service's circuit breaker fails calls fast.", "backend"),
 		tokenCache:       n("token_cache_entries", "Validated tokens held in the token cache (expired ones until evicted)."),
-		reloads:          n("token_file_reloads_total", "Reloads of the token file after startup, by result (failed: unreadable or unparsable; the last valid tokens stay in force).", "result"),
+		reloads:          n("token_file_reloads_total", "Reloads of the token file after startup, by result (failed: unreadable, unparsable, or refused for an error kraken check-config reports; the last valid tokens stay in force).", "result"),
 		tokens:           n("token_file_tokens", "Usable tokens in the token set in force."),
 		tokenFileFailing: n("token_file_load_failing", "1 while the token file's last reload failed."),
 

@@ -272,46 +272,54 @@ func TestSlowConsumerIsCounted(t *testing.T) {
 	b.waitValue(t, 1, "kraken_connections_closed_total", "transport", "websocket", "reason", "slow_consumer")
 }
 
-// TestFailedReloadIsCounted: a reload of a broken token file moves
+// TestFailedReloadIsCounted: a reload of a broken token file, or of one
+// with an error check-config reports (here an unknown permission), moves
 // kraken_token_file_reloads_total{result="failed"}, sets
-// kraken_token_file_load_failing and clears kraken_ready; a good reload
-// moves {result="ok"} and restores both.
+// kraken_token_file_load_failing and clears kraken_ready, with the tokens
+// kept; a good reload moves {result="ok"} and restores both.
 func TestFailedReloadIsCounted(t *testing.T) {
-	b := start(t)
-	before := b.scrape(t)
-	if value(t, before, "kraken_ready") != 1 || value(t, before, "kraken_token_file_load_failing") != 0 {
-		t.Fatal("not ready before the reload")
-	}
-	if err := os.WriteFile(b.path, []byte("{\n  \"tokens\": {,\n}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.st.ReloadFor("sighup"); err == nil {
-		t.Fatal("the broken file reloaded")
-	}
-	failed := b.scrape(t)
-	if d := value(t, failed, "kraken_token_file_reloads_total", "result", "failed") -
-		value(t, before, "kraken_token_file_reloads_total", "result", "failed"); d != 1 {
-		t.Errorf("reloads_total{result=failed} moved by %v, want 1", d)
-	}
-	if value(t, failed, "kraken_token_file_load_failing") != 1 || value(t, failed, "kraken_ready") != 0 {
-		t.Error("a failed reload left the node ready")
-	}
-	if v := value(t, failed, "kraken_token_file_tokens"); v != 3 {
-		t.Errorf("token_file_tokens = %v after the failed reload, want the 3 kept", v)
-	}
-	if err := os.WriteFile(b.path, []byte(tokenFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.st.ReloadFor("sighup"); err != nil {
-		t.Fatal(err)
-	}
-	fixed := b.scrape(t)
-	if d := value(t, fixed, "kraken_token_file_reloads_total", "result", "ok") -
-		value(t, before, "kraken_token_file_reloads_total", "result", "ok"); d != 1 {
-		t.Errorf("reloads_total{result=ok} moved by %v, want 1", d)
-	}
-	if value(t, fixed, "kraken_token_file_load_failing") != 0 || value(t, fixed, "kraken_ready") != 1 {
-		t.Error("a good reload did not make the node ready again")
+	for _, tt := range []struct{ name, give string }{
+		{"unparsable", "{\n  \"tokens\": {,\n}"},
+		{"refused", strings.Replace(tokenFile, `"permission": "pubSub"`, `"permission": "publishSubscribe"`, 1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := start(t)
+			before := b.scrape(t)
+			if value(t, before, "kraken_ready") != 1 || value(t, before, "kraken_token_file_load_failing") != 0 {
+				t.Fatal("not ready before the reload")
+			}
+			if err := os.WriteFile(b.path, []byte(tt.give), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.st.ReloadFor("sighup"); err == nil {
+				t.Fatal("the file reloaded")
+			}
+			failed := b.scrape(t)
+			if d := value(t, failed, "kraken_token_file_reloads_total", "result", "failed") -
+				value(t, before, "kraken_token_file_reloads_total", "result", "failed"); d != 1 {
+				t.Errorf("reloads_total{result=failed} moved by %v, want 1", d)
+			}
+			if value(t, failed, "kraken_token_file_load_failing") != 1 || value(t, failed, "kraken_ready") != 0 {
+				t.Error("a failed reload left the node ready")
+			}
+			if v := value(t, failed, "kraken_token_file_tokens"); v != 3 {
+				t.Errorf("token_file_tokens = %v after the failed reload, want the 3 kept", v)
+			}
+			if err := os.WriteFile(b.path, []byte(tokenFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.st.ReloadFor("sighup"); err != nil {
+				t.Fatal(err)
+			}
+			fixed := b.scrape(t)
+			if d := value(t, fixed, "kraken_token_file_reloads_total", "result", "ok") -
+				value(t, before, "kraken_token_file_reloads_total", "result", "ok"); d != 1 {
+				t.Errorf("reloads_total{result=ok} moved by %v, want 1", d)
+			}
+			if value(t, fixed, "kraken_token_file_load_failing") != 0 || value(t, fixed, "kraken_ready") != 1 {
+				t.Error("a good reload did not make the node ready again")
+			}
+		})
 	}
 }
 

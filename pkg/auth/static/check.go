@@ -10,8 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/topic"
 )
 
 // Problem is one finding of Check, at a position in the token file.
@@ -45,10 +48,15 @@ func (p Problem) String() string {
 // Check validates the token file at path strictly, for `kraken
 // check-config`: everything New would refuse, and everything New would
 // accept while not doing what the file says (an unknown permission such
-// as "readwrite", a field of the wrong type, an entry without an
-// actorTokenId), each with its line and column. It returns the number of
-// tokens the broker would accept and the problems in file order; the file
-// is fit to serve as written when no problem is an error.
+// as "readwrite", a grant pattern the broker's topic rules refuse, a field
+// of the wrong type, an entry without an actorTokenId), each with its line
+// and column. It returns the number of tokens the broker would serve from
+// the file (entries with an actorTokenId string) and the problems in file
+// order; the file is fit to serve as written when no problem is an error.
+//
+// Check and every reload of a running Static (ReloadFor) use the same
+// validator, so a file Check finds an error in is never loaded by a
+// reload: the tokens in force stay.
 func Check(path string) (tokens int, problems []Problem) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -59,6 +67,18 @@ func Check(path string) (tokens int, problems []Problem) {
 		}
 		return 0, []Problem{{Msg: fmt.Sprintf("cannot read %s: %v", path, reason)}}
 	}
+	problems = validate(data)
+	if set, err := parseTokenFile(data, path, zap.NewNop()); err == nil {
+		tokens = len(set.byToken)
+	}
+	return tokens, problems
+}
+
+// validate is the validator of the token file's contents, shared by Check
+// and ReloadFor: JSON syntax, the top-level shape {"tokens": {...}}, every
+// token entry, and every pattern against the broker's topic rules. It
+// returns the problems in file order, with lines and columns.
+func validate(data []byte) []Problem {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 		p := Problem{Msg: err.Error()}
@@ -70,10 +90,7 @@ func Check(path string) (tokens int, problems []Problem) {
 			}
 			p.Line, p.Column = lineCol(data, pos)
 		}
-		return 0, []Problem{p}
-	}
-	if set, err := parseTokenFile(data, path, zap.NewNop()); err == nil {
-		tokens = len(set.byToken)
+		return []Problem{p}
 	}
 	c := &checker{data: data}
 	c.top(newJSONParser(data).value())
@@ -83,7 +100,16 @@ func Check(path string) (tokens int, problems []Problem) {
 		out[i] = p.Problem
 		out[i].Line, out[i].Column = lineCol(data, p.off)
 	}
-	return tokens, out
+	return out
+}
+
+// at renders the problem as "path:line:column: msg" ("path: msg" without a
+// position), without its kind, for a reload's log line and error.
+func (p Problem) at(path string) string {
+	if p.Line == 0 {
+		return path + ": " + p.Msg
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", path, p.Line, p.Column, p.Msg)
 }
 
 // checker collects the problems of one file with their byte offsets.
@@ -117,8 +143,11 @@ func (c *checker) top(root *jnode) {
 	}
 	tokens := root.get("tokens")
 	switch {
-	case tokens == nil || tokens.kind == 'z':
-		c.warnf(root.off, "no \"tokens\" object: no token is accepted")
+	case tokens == nil:
+		c.errorf(root, "no \"tokens\" key: the file grants nothing; want {\"tokens\": {\"<token>\": {\"actorTokenId\": ...}}}")
+		return
+	case tokens.kind == 'z':
+		c.errorf(tokens, "\"tokens\" is null: the file grants nothing; want an object of token entries")
 		return
 	case tokens.kind != '{':
 		c.errorf(tokens, "\"tokens\" is %s, want an object", tokens.typeName())
@@ -251,7 +280,16 @@ func (c *checker) rules(where string, n *jnode) {
 				c.str(at+"."+k.name, k.val)
 			}
 		}
-		switch p := r.get("permission"); {
+		perm := r.get("permission")
+		switch pat := r.get("pattern"); {
+		case pat != nil && pat.kind == '"':
+			c.pattern(at+".pattern", pat, ruleGrantsNothing)
+		case pat == nil || pat.kind == 'z':
+			if perm != nil && perm.kind != 'z' {
+				c.errorf(r, "%s has a permission but no pattern; the rule grants nothing", at)
+			}
+		}
+		switch p := perm; {
 		case p == nil || p.kind == 'z':
 			c.warnf(r.off, "%s has no permission; the rule grants nothing", at)
 		case p.kind != '"':
@@ -272,6 +310,8 @@ func (c *checker) subscriptions(where string, n *jnode) {
 		case '"':
 			if s.str == "" {
 				c.errorf(s, "%s is an empty pattern; it is dropped", at)
+			} else {
+				c.pattern(at, s, "it is never restored")
 			}
 			continue
 		case '{':
@@ -299,8 +339,13 @@ func (c *checker) subscriptions(where string, n *jnode) {
 				}
 			}
 		}
-		if !hasPattern {
+		switch p, n := s.get("pattern"), s.get("name"); {
+		case !hasPattern:
 			c.errorf(s, "%s has no pattern; it is dropped", at)
+		case p != nil && p.kind == '"' && p.str != "": // pattern wins over name, as in parse_fields.go
+			c.pattern(at+".pattern", p, "it is never restored")
+		default:
+			c.pattern(at+".name", n, "it is never restored")
 		}
 	}
 }
@@ -328,6 +373,55 @@ func (c *checker) lobbies(where string, n *jnode) {
 		}
 	}
 }
+
+// pattern checks a pattern string (a grant rule's, an active
+// subscription's) against the broker's topic rules, those every subscribe
+// is checked with (topic.ValidateSubscribe): not empty, at most
+// topic.MaxTopicBytes bytes and topic.MaxTopicLevels levels, '+' and '#'
+// only as whole levels and '#' only as the last one. effect says what the
+// broker does with a pattern that breaks them.
+func (c *checker) pattern(where string, n *jnode, effect string) {
+	err := topic.ValidateSubscribe(n.str)
+	if err == nil {
+		return
+	}
+	shown := n.str
+	if utf8.RuneCountInString(shown) > 40 {
+		shown = string([]rune(shown)[:40]) + "…"
+	}
+	var why string
+	switch {
+	case errors.Is(err, topic.ErrEmpty):
+		why = "is empty"
+	case errors.Is(err, topic.ErrTooLong):
+		why = fmt.Sprintf("%q is %d bytes, more than the %d a topic may have", shown, len(n.str), topic.MaxTopicBytes)
+		effect = bounded(effect)
+	case errors.Is(err, topic.ErrTooManyLevels):
+		why = fmt.Sprintf("%q has %d levels, more than the %d a topic may have", shown, strings.Count(n.str, "/")+1, topic.MaxTopicLevels)
+		effect = bounded(effect)
+	case errors.Is(err, topic.ErrBadWildcard):
+		why = fmt.Sprintf("%q misplaces a wildcard ('+' and '#' must be whole levels, '#' only the last)", shown)
+	case errors.Is(err, topic.ErrNullByte):
+		why = fmt.Sprintf("%q contains a null character", shown)
+	default:
+		why = fmt.Sprintf("%q is not a valid topic pattern (%v)", shown, err)
+	}
+	c.errorf(n, "%s %s; %s", where, why, effect)
+}
+
+// bounded is what a rule whose pattern breaks the length or depth bound
+// grants: "+" levels and a last "#" can still match a few topics within
+// the bounds, so "grants nothing" would overstate it.
+func bounded(effect string) string {
+	if effect == ruleGrantsNothing {
+		return "no client can subscribe to it as written, and it grants at most the topics within the bounds that it matches"
+	}
+	return effect
+}
+
+// ruleGrantsNothing is what a rule with a pattern that cannot match any
+// topic a client may use grants.
+const ruleGrantsNothing = "the rule grants nothing"
 
 // stringArray checks an array of strings.
 func (c *checker) stringArray(where string, n *jnode) {

@@ -50,6 +50,27 @@ func TestCheckFindsWhatServingWouldIgnore(t *testing.T) {
 			wantTokens: 1,
 		},
 		{
+			name: "patterns the broker's topic rules refuse",
+			give: "{\"tokens\": {\"t\": {\"actorTokenId\": \"a\", \"allowedTopics\": [\n" +
+				`{"pattern": "demo/#/general", "permission": "pubSub"},` + "\n" +
+				`{"pattern": "demo/gen+/x", "permission": "subscribe"},` + "\n" +
+				`{"pattern": "", "permission": "publish"},` + "\n" +
+				`{"pattern": "` + strings.Repeat("x", 2000) + `", "permission": "pubSub"},` + "\n" +
+				`{"pattern": "a/#", "permission": "pubSub"}, {"permission": "pubSub"}, {"room_slug": "r"}],` + "\n" +
+				`"activeSubscriptions": ["a/#/b", {"pattern": "a/+", "name": "ignored#"}, {"name": "a/b+"}]}}}`,
+			want: []string{
+				`2:13: error: token entry 1 (actorTokenId "a"): allowedTopics[0].pattern "demo/#/general" misplaces a wildcard ('+' and '#' must be whole levels, '#' only the last); the rule grants nothing`,
+				`3:13: error: token entry 1 (actorTokenId "a"): allowedTopics[1].pattern "demo/gen+/x" misplaces a wildcard`,
+				`4:13: error: token entry 1 (actorTokenId "a"): allowedTopics[2].pattern is empty; the rule grants nothing`,
+				`5:13: error: token entry 1 (actorTokenId "a"): allowedTopics[3].pattern "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…" is 2000 bytes, more than the 1024 a topic may have`,
+				`6:45: error: token entry 1 (actorTokenId "a"): allowedTopics[5] has a permission but no pattern; the rule grants nothing`,
+				`6:71: warning: token entry 1 (actorTokenId "a"): allowedTopics[6] has no permission; the rule grants nothing`,
+				`7:25: error: token entry 1 (actorTokenId "a"): activeSubscriptions[0] "a/#/b" misplaces a wildcard`,
+				`7:83: error: token entry 1 (actorTokenId "a"): activeSubscriptions[2].name "a/b+" misplaces a wildcard`,
+			},
+			wantTokens: 1,
+		},
+		{
 			name: "syntax error",
 			give: "{\n  \"tokens\": {,\n}",
 			want: []string{`2:14: error: invalid character ',' looking for beginning of object key string`},
@@ -62,7 +83,12 @@ func TestCheckFindsWhatServingWouldIgnore(t *testing.T) {
 		{
 			name: "no tokens",
 			give: `{"_comment": "empty"}`,
-			want: []string{`1:1: warning: no "tokens" object: no token is accepted`},
+			want: []string{`1:1: error: no "tokens" key: the file grants nothing`},
+		},
+		{
+			name: "null tokens",
+			give: `{"tokens": null}`,
+			want: []string{`1:12: error: "tokens" is null: the file grants nothing`},
 		},
 	}
 	for _, tt := range tests {

@@ -19,10 +19,15 @@ func describeJSONError(data []byte, err error) string {
 		if !strings.HasPrefix(se.Error(), "unexpected end") && pos > 0 {
 			pos-- // Offset is just past the offending byte
 		}
-		line, col := lineCol(data, pos)
-		return fmt.Sprintf("line %d, column %d: %v", line, col, se)
+		return fmt.Sprintf("%s: %v", position(data, pos), se)
 	}
 	return err.Error()
+}
+
+// position renders byte offset pos of data as "line L, column C".
+func position(data []byte, pos int) string {
+	line, col := lineCol(data, pos)
+	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // lineCol returns the 1-based line and column of byte offset pos in data.

@@ -32,7 +32,8 @@ func parseTokenFile(data []byte, path string, log *zap.Logger) (*tokenSet, error
 		return nil, errors.New(describeJSONError(data, err))
 	}
 	if t := rawType(top); t != "an object" {
-		return nil, fmt.Errorf("the top-level value is %s, want an object with a \"tokens\" object", t)
+		return nil, fmt.Errorf("%s: the top-level value is %s, want an object with a \"tokens\" object",
+			position(data, len(data)-len(bytes.TrimLeft(data, " \t\r\n"))), t)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(top, &fields); err != nil {
@@ -52,7 +53,8 @@ func parseTokenFile(data []byte, path string, log *zap.Logger) (*tokenSet, error
 		return set, nil
 	}
 	if t := rawType(raw); t != "an object" {
-		return nil, fmt.Errorf("\"tokens\" is %s, want an object", t)
+		at := newJSONParser(data).value().get("tokens").off
+		return nil, fmt.Errorf("%s: \"tokens\" is %s, want an object", position(data, at), t)
 	}
 	members, err := orderedObject(raw)
 	if err != nil {

@@ -23,6 +23,17 @@ var ErrRead = errors.New("static: cannot read auth file")
 // path and, for JSON syntax errors, the line and column (D-1).
 var ErrParse = errors.New("static: cannot parse auth file")
 
+// ErrInvalid wraps every reload refused because the file has an error that
+// Check (kraken check-config) reports: an unknown permission, a grant
+// pattern the broker's topic rules refuse, a field of the wrong type, an
+// entry without an actorTokenId, no "tokens" object. The message names the
+// path, the line and the column of the first error and the count of all.
+// The tokens in force stay, as for ErrParse.
+var ErrInvalid = errors.New("static: refused auth file")
+
+// maxLoggedProblems bounds the errors listed in a refused reload's log line.
+const maxLoggedProblems = 20
+
 // DefaultPollInterval is how often the watcher checks the token file when
 // Config.PollInterval is 0.
 const DefaultPollInterval = time.Second
@@ -46,8 +57,9 @@ type Stats struct {
 	// Reloads counts successful reloads after the initial load, each
 	// counted once its OnChange callbacks have returned.
 	Reloads uint64
-	// ReloadFailures counts reloads that found the file unreadable or
-	// unparsable and kept the last valid token set.
+	// ReloadFailures counts reloads that found the file unreadable,
+	// unparsable or with an error Check reports (ErrInvalid), and kept the
+	// last valid token set.
 	ReloadFailures uint64
 	// Tokens is the number of usable tokens in the current set.
 	Tokens int
@@ -105,7 +117,7 @@ func New(cfg Config) (*Static, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	set, stamp, err := s.load("")
+	set, stamp, _, err := s.load("")
 	if err != nil {
 		return nil, err
 	}
@@ -152,17 +164,21 @@ func (s *Static) Reload() error { return s.ReloadFor("reload") }
 // ReloadFor re-reads the token file now; trigger says why, in the log line
 // ("file_changed" from the watcher, "sighup" from the signal handler).
 //
-// Each reload logs exactly one line. A valid file replaces the whole token
-// set atomically, logs "Reloaded auth file <path>: <n> tokens" at info and
-// then runs the OnChange callbacks. An unreadable or unparsable file logs
-// "Cannot read auth file <path>: <reason>" or "Failed to parse auth file
-// <path>: <reason>" at error level with the count of the tokens kept,
-// counts a failure and keeps the last valid set (D-1); the returned error
-// wraps ErrRead or ErrParse, and LastError returns it until a reload
-// succeeds.
+// Each reload logs exactly one line. A file is loaded only when Check
+// would find no error in it (the two share one validator). A valid file
+// replaces the whole token set atomically, logs "Reloaded auth file
+// <path>: <n> tokens" at info (with Check's warnings, if any, in the
+// "warnings" field) and then runs the OnChange callbacks. An unreadable or
+// unparsable file logs "Cannot read auth file <path>: <reason>" or "Failed
+// to parse auth file <path>: <reason>", and a file with errors "Refused
+// auth file <path>: <n> errors, the first at <path>:<line>:<column>: ...",
+// at error level with the count of the tokens kept; it counts a failure
+// and keeps the last valid set (D-1). The returned error wraps ErrRead,
+// ErrParse or ErrInvalid, and LastError (so Ready) returns it until a
+// reload succeeds.
 func (s *Static) ReloadFor(trigger string) error {
 	s.reloadMu.Lock()
-	set, stamp, err := s.load(trigger)
+	set, stamp, warnings, err := s.load(trigger)
 	s.stamp = stamp
 	if err != nil {
 		s.lastErr.Store(&err)
@@ -174,8 +190,11 @@ func (s *Static) ReloadFor(trigger string) error {
 	s.lastErr.Store(nil)
 	s.reloadMu.Unlock()
 
-	s.log.Info(fmt.Sprintf("Reloaded auth file %s: %d tokens", s.path, len(set.byToken)),
-		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)), zap.String("trigger", trigger))
+	fields := []zap.Field{zap.String("path", s.path), zap.Int("tokens", len(set.byToken)), zap.String("trigger", trigger)}
+	if len(warnings) > 0 {
+		fields = append(fields, zap.Strings("warnings", warnings))
+	}
+	s.log.Info(fmt.Sprintf("Reloaded auth file %s: %d tokens", s.path, len(set.byToken)), fields...)
 	s.cbMu.Lock()
 	cbs := append([]func(){}, s.callbacks...)
 	s.cbMu.Unlock()
@@ -218,16 +237,20 @@ func (s *Static) Close() error {
 	return nil
 }
 
-// load reads and parses the file. For a reload (trigger is not ""; at
-// startup the caller reports the error) a failure is logged at error level
-// with the exact D-1 wording, the trigger and the count of the tokens kept.
-// The stamp is taken before reading, so a write racing the read is seen as
-// a change at the next poll.
-func (s *Static) load(trigger string) (*tokenSet, fileStamp, error) {
-	logFailure := trigger != ""
-	failed := func(msg string) {
-		s.log.Error(msg, zap.String("path", s.path), zap.String("trigger", trigger),
-			zap.Int("tokens", len(s.set.Load().byToken)))
+// load reads and parses the file. At startup (trigger is "") only a file
+// that cannot be read or parsed fails (D-1), and problems inside token
+// entries are logged as warnings (OQ-29). A reload (trigger is not "") also
+// runs validate, Check's validator, and refuses the file when it finds an
+// error; it logs nothing but its one line: a failure here at error level
+// with the exact D-1 wording, the trigger and the count of the tokens kept,
+// and on success the caller's line, which carries the warnings returned.
+// The stamp is taken before reading, so a write racing the read is seen
+// as a change at the next poll.
+func (s *Static) load(trigger string) (*tokenSet, fileStamp, []string, error) {
+	reload := trigger != ""
+	failed := func(msg string, extra ...zap.Field) {
+		s.log.Error(msg, append([]zap.Field{zap.String("path", s.path), zap.String("trigger", trigger),
+			zap.Int("tokens", len(s.set.Load().byToken))}, extra...)...)
 	}
 	stamp := statFile(s.path)
 	data, err := os.ReadFile(s.path)
@@ -237,19 +260,44 @@ func (s *Static) load(trigger string) (*tokenSet, fileStamp, error) {
 		if errors.As(err, &pe) {
 			reason = pe.Err
 		}
-		if logFailure {
+		if reload {
 			failed(fmt.Sprintf("Cannot read auth file %s: %v", s.path, reason))
 		}
-		return nil, stamp, fmt.Errorf("%w %s: %w", ErrRead, s.path, reason)
+		return nil, stamp, nil, fmt.Errorf("%w %s: %w", ErrRead, s.path, reason)
 	}
-	set, err := parseTokenFile(data, s.path, s.log)
+	log := s.log
+	if reload {
+		log = zap.NewNop() // validate reports what parseTokenFile would warn about
+	}
+	set, err := parseTokenFile(data, s.path, log)
 	if err != nil {
-		if logFailure {
+		if reload {
 			failed(fmt.Sprintf("Failed to parse auth file %s: %v", s.path, err))
 		}
-		return nil, stamp, fmt.Errorf("%w %s: %w", ErrParse, s.path, err)
+		return nil, stamp, nil, fmt.Errorf("%w %s: %w", ErrParse, s.path, err)
 	}
-	return set, stamp, nil
+	if !reload {
+		return set, stamp, nil, nil
+	}
+	var errs, warnings []string
+	for _, p := range validate(data) {
+		if p.Warning {
+			warnings = append(warnings, p.at(s.path))
+		} else {
+			errs = append(errs, p.at(s.path))
+		}
+	}
+	if len(errs) == 0 {
+		return set, stamp, warnings, nil
+	}
+	reason := fmt.Sprintf("1 error, at %s", errs[0])
+	if len(errs) > 1 {
+		reason = fmt.Sprintf("%d errors, the first at %s", len(errs), errs[0])
+	}
+	reason += "; the last valid tokens stay in force (kraken check-config lists every problem)"
+	failed(fmt.Sprintf("Refused auth file %s: %s", s.path, reason),
+		zap.Strings("errors", errs[:min(len(errs), maxLoggedProblems)]), zap.Int("error_count", len(errs)))
+	return nil, stamp, nil, fmt.Errorf("%w %s: %s", ErrInvalid, s.path, reason)
 }
 
 var (
