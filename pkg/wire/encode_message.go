@@ -98,14 +98,21 @@ type Error struct {
 	LobbyID string
 	// MaxSizeBytes is the data size limit of message_too_large; 0 omits it.
 	MaxSizeBytes int
+	// Limit is the publishes per second of rate_limit_exceeded; 0 omits it.
+	Limit int
+	// RetryAfterMs is how many milliseconds to wait before trying again, on
+	// a refusal that passes with time (rate_limit_exceeded, the broker
+	// busy); 0 omits it.
+	RetryAfterMs int
 }
 
 // AppendError appends {type:"error", code?, error, topic?, hint?, detail?,
-// msgRef?, lobbyId?, maxSizeBytes?} (protocol.md §3.4).
+// msgRef?, lobbyId?, maxSizeBytes?, limit?, retryAfterMs?} (protocol.md
+// §3.4; docs/protocol.md, "Refusals").
 func AppendError(b []byte, e *Error) []byte {
 	n := uint32(2)
 	for _, set := range [...]bool{e.Code != 0, e.HasTopic, e.Hint != "", e.Detail != "",
-		e.MsgRef != "", e.LobbyID != "", e.MaxSizeBytes != 0} {
+		e.MsgRef != "", e.LobbyID != "", e.MaxSizeBytes != 0, e.Limit != 0, e.RetryAfterMs != 0} {
 		if set {
 			n++
 		}
@@ -135,6 +142,14 @@ func AppendError(b []byte, e *Error) []byte {
 	if e.MaxSizeBytes != 0 {
 		b = msgp.AppendString(b, "maxSizeBytes")
 		b = appendInt(b, int64(e.MaxSizeBytes))
+	}
+	if e.Limit != 0 {
+		b = msgp.AppendString(b, "limit")
+		b = appendInt(b, int64(e.Limit))
+	}
+	if e.RetryAfterMs != 0 {
+		b = msgp.AppendString(b, "retryAfterMs")
+		b = appendInt(b, int64(e.RetryAfterMs))
 	}
 	return b
 }
