@@ -2,11 +2,14 @@ package server
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
+	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
 // Refusals that say what to do (docs/protocol.md, "Refusals"): extra map
@@ -75,4 +78,38 @@ func TestRateLimitErrorSaysTheLimitAndWhenToRetry(t *testing.T) {
 	time.Sleep(time.Duration(wait) * time.Millisecond)
 	p.Send("type", "publish", "topic", "demo/general/rate", "data", 4, "msgRef", "after")
 	p.ExpectFields("type", "published", "msgRef", "after")
+}
+
+// TestErrorFramesEchoValidBoundedUTF8: an error frame repeats the
+// client's topic and msgRef as valid UTF-8 of at most 1024 bytes (the
+// longest valid topic, echoed exactly), so a strict decoder (Python's
+// msgpack) reads it: invalid bytes become U+FFFD, a 5 KB topic is cut at a
+// character and ends with "…". The log lines carry the same bounded form.
+func TestErrorFramesEchoValidBoundedUTF8(t *testing.T) {
+	s, logs := observed(t, nil)
+	p := authed(t, s, "dev-token-alice", "protocolVersion", 2)
+	const notUTF8 = "demo/general/\xff\xfe"
+	const shown = "demo/general/\uFFFD\uFFFD"
+	long := "demo/general/" + strings.Repeat("é", 2500) // 5013 bytes
+	cut := long[:1021] + "…"
+
+	p.Send("type", "subscribe", "topic", notUTF8)
+	expectStrictError(t, p, "error", "invalid_topic", "topic", shown, "detail", "topic: topic is not valid UTF-8")
+	p.Send("type", "publish", "topic", notUTF8, "data", 1, "msgRef", "r\xc3")
+	expectStrictError(t, p, "error", "invalid_topic", "topic", shown, "msgRef", "r\uFFFD")
+	p.Send("type", "subscribe", "topic", long)
+	expectStrictError(t, p, "error", "invalid_topic", "topic", cut, "detail", "topic: topic too long")
+	p.Send("type", "publish", "topic", long, "data", 1, "msgRef", "long")
+	expectStrictError(t, p, "error", "invalid_topic", "topic", cut, "msgRef", "long")
+	// A valid topic of the greatest length comes back exactly.
+	longest := "demo/other/" + strings.Repeat("x", 1024-len("demo/other/"))
+	p.Send("type", "subscribe", "topic", longest)
+	expectStrictError(t, p, "code", 42940, "error", "unknown_topic", "topic", longest)
+
+	for _, e := range append(waitLog(t, logs, "subscribe refused", 3), waitLog(t, logs, "publish refused", 2)...) {
+		topic, _ := e.ContextMap()["topic"].(string)
+		if !utf8.ValidString(topic) || len(topic) > wire.MaxEcho {
+			t.Errorf("%q logs a topic of %d bytes, valid UTF-8 %v", e.Message, len(topic), utf8.ValidString(topic))
+		}
+	}
 }

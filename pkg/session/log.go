@@ -96,17 +96,19 @@ func (p *Protocol) logRefusal(st *State, msg string, bit uint16, r Refusal, e *w
 	}
 }
 
-// refusalFields are the fields of a refusal's log line.
+// refusalFields are the fields of a refusal's log line. The client's topic
+// and the detail are repeated as the error frame has them (wire.Echo):
+// valid UTF-8, bounded.
 func refusalFields(r Refusal, e *wire.Error) []zap.Field {
 	extra := []zap.Field{zap.Stringer("reason", r), zap.String("error", e.Err)}
 	if e.Code != 0 {
 		extra = append(extra, zap.Int("code", e.Code))
 	}
 	if e.HasTopic {
-		extra = append(extra, zap.String("topic", e.Topic))
+		extra = append(extra, zap.String("topic", wire.Echo(e.Topic)))
 	}
 	if e.Detail != "" {
-		extra = append(extra, zap.String("detail", e.Detail))
+		extra = append(extra, zap.String("detail", wire.Echo(e.Detail)))
 	}
 	return extra
 }

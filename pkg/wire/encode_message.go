@@ -108,7 +108,9 @@ type Error struct {
 
 // AppendError appends {type:"error", code?, error, topic?, hint?, detail?,
 // msgRef?, lobbyId?, maxSizeBytes?, limit?, retryAfterMs?} (protocol.md
-// §3.4; docs/protocol.md, "Refusals").
+// §3.4; docs/protocol.md, "Refusals"). The strings that may repeat the
+// client's input (topic, detail, msgRef, lobbyId) go out as Echo has them:
+// valid UTF-8, at most MaxEcho bytes.
 func AppendError(b []byte, e *Error) []byte {
 	n := uint32(2)
 	for _, set := range [...]bool{e.Code != 0, e.HasTopic, e.Hint != "", e.Detail != "",
@@ -125,19 +127,19 @@ func AppendError(b []byte, e *Error) []byte {
 	}
 	b = appendStr(b, "error", e.Err)
 	if e.HasTopic {
-		b = appendStr(b, "topic", e.Topic)
+		b = appendStr(b, "topic", Echo(e.Topic))
 	}
 	if e.Hint != "" {
 		b = appendStr(b, "hint", e.Hint)
 	}
 	if e.Detail != "" {
-		b = appendStr(b, "detail", e.Detail)
+		b = appendStr(b, "detail", Echo(e.Detail))
 	}
 	if e.MsgRef != "" {
-		b = appendStr(b, "msgRef", e.MsgRef)
+		b = appendStr(b, "msgRef", Echo(e.MsgRef))
 	}
 	if e.LobbyID != "" {
-		b = appendStr(b, "lobbyId", e.LobbyID)
+		b = appendStr(b, "lobbyId", Echo(e.LobbyID))
 	}
 	if e.MaxSizeBytes != 0 {
 		b = msgp.AppendString(b, "maxSizeBytes")
