@@ -67,3 +67,15 @@ type Notifier interface {
 	// OnChange registers f; f must not block for long.
 	OnChange(f func())
 }
+
+// RuleLister is an optional interface of an Authenticator that holds every
+// grant it can hand out, as the token file does. POST /internal/publish,
+// which has no grant of its own, reads the topic it is given with these
+// rules (acl.Place): a routing key, or a client's topic resolved as the
+// grants' clients resolve it.
+type RuleLister interface {
+	// RuleSets returns the distinct rule lists of the grants in force, and
+	// ok; ok is false when the backend cannot list its grants (a Cache
+	// around one that cannot). The caller must not modify them.
+	RuleSets() (sets []acl.Rules, ok bool)
+}

@@ -206,8 +206,15 @@ func (c *Cache) Revalidate(ctx context.Context, actorTokenID string) (*Grant, er
 	return g, err
 }
 
-// OnChange forwards f to the wrapped backend when it implements Notifier;
-// otherwise the backend never changes and f is never called. f runs after
+// RuleSets passes the backend's rule lists through when it implements
+// RuleLister; otherwise ok is false: the grants cannot be listed.
+func (c *Cache) RuleSets() ([]acl.Rules, bool) {
+	if rl, ok := c.backend.(RuleLister); ok {
+		return rl.RuleSets()
+	}
+	return nil, false
+}
+
 // CheckRoomAccess passes the subscribe cache-miss fallback (protocol.md
 // §4.10) through to the backend when it implements RoomAccessChecker;
 // otherwise it denies (the static backend has no fallback). It is not
@@ -219,6 +226,8 @@ func (c *Cache) CheckRoomAccess(ctx context.Context, actorTokenID, pattern strin
 	return nil, ErrDenied
 }
 
+// OnChange forwards f to the wrapped backend when it implements Notifier;
+// otherwise the backend never changes and f is never called. f runs after
 // the cache has flushed itself (D-1).
 func (c *Cache) OnChange(f func()) {
 	if n, ok := c.backend.(Notifier); ok {

@@ -49,6 +49,7 @@ type Conn struct {
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
 	revalidate bool  // a revalidation is in flight; owned by the worker
+	capped     bool  // a subscription was refused over MaxSubscriptions (OnTooManySubscriptions); owned by the worker
 	sess       atomic.Pointer[Session]
 
 	// Guarded by wmu. The fields are ordered for packing: Conn is 208

@@ -32,6 +32,13 @@ type Config struct {
 	MaxPendingPublications int
 	// MaxSubscriptions caps the subscriptions of one connection; 0 means 1000.
 	MaxSubscriptions int
+	// OnTooManySubscriptions is called on a connection's worker when it
+	// refuses a subscription to pattern because the connection holds
+	// MaxSubscriptions already (SubSpec.TooMany is the answer); first is
+	// true for the connection's first such refusal. It is called on the
+	// refusal alone, never for a subscription that is taken, and must not
+	// block. nil means nobody is told.
+	OnTooManySubscriptions func(c *Conn, pattern string, first bool)
 	// HandshakeTimeout closes a connection that has not completed its HTTP
 	// upgrade (0 means 10 s, HTTP 408); AuthTimeout one that has not
 	// authenticated (0 means 30 s, close 4008, OQ-44); IdleTimeout one that

@@ -11,6 +11,10 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		w.detach(old)
 		c.unlinkSub(old)
 	} else if int(c.nsubs) >= w.h.cfg.MaxSubscriptions {
+		if f := w.h.cfg.OnTooManySubscriptions; f != nil {
+			f(c, spec.Pattern, !c.capped) // counted before the client can read the answer
+		}
+		c.capped = true
 		w.reply(c, spec, spec.TooMany)
 		w.unmark(c, spec)
 		return

@@ -59,7 +59,7 @@ func newDescs() descs {
 		deliveries:       n("deliveries_total", "Message frames queued to subscribers (messages out)."),
 		deliveredBytes:   n("delivered_bytes_total", "Bytes of those frames, counted per publication."),
 		publishRefused:   n("publish_refused_total", "Refused publishes by reason: rate, size, grant, busy, quota, invalid_topic, invalid_filter, bad_request.", "reason"),
-		subscribeRefused: n("subscribe_refused_total", "Refused subscribes by reason: grant, invalid_topic, invalid_filter.", "reason"),
+		subscribeRefused: n("subscribe_refused_total", "Refused subscribes by reason: grant, invalid_topic, invalid_filter, bad_request, too_many_subscriptions.", "reason"),
 		subscriptions:    n("subscriptions", "Subscriptions, broadcast and load-balanced."),
 		groups:           n("groups", "Load-balanced groups."),
 

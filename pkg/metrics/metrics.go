@@ -196,9 +196,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(d.publications, h.Publications)
 	counter(d.deliveries, h.Deliveries)
-	for r := 1; r < session.NumRefusals; r++ {
-		counter(d.publishRefused, st.PublishRefused[r], session.Refusal(r).String())
-		counter(d.subscribeRefused, st.SubscribeRefused[r], session.Refusal(r).String())
+	for _, r := range session.PublishRefusals {
+		counter(d.publishRefused, st.PublishRefused[r], r.String())
+	}
+	for _, r := range session.SubscribeRefusals {
+		counter(d.subscribeRefused, st.SubscribeRefused[r], r.String())
 	}
 	gauge(d.subscriptions, float64(h.Subscriptions))
 	gauge(d.groups, float64(h.Groups))

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,6 +230,47 @@ func TestRateLimitedPublishIsCounted(t *testing.T) {
 	if d := value(t, after, "kraken_publish_refused_total", "reason", "grant") -
 		value(t, before, "kraken_publish_refused_total", "reason", "grant"); d != 0 {
 		t.Errorf("publish_refused_total{reason=grant} moved by %v, want 0", d)
+	}
+}
+
+// TestSubscriptionCapIsCounted: a subscribe the connection's worker refuses
+// because the connection holds MaxSubscriptions moves
+// kraken_subscribe_refused_total{reason="too_many_subscriptions"}, once per
+// refusal; each metric carries its own reasons and no other.
+func TestSubscriptionCapIsCounted(t *testing.T) {
+	b := startWith(t, func(c *server.Config) { c.Hub.MaxSubscriptions = 2 })
+	p := testpeer.Dial(t, b.srv.Addr().String())
+	p.Auth("tok-sub")
+	for _, topic := range []string{"demo/a", "demo/b"} {
+		p.Send("type", "subscribe", "topic", topic)
+		p.ExpectFields("type", "subscribed", "topic", topic)
+	}
+	const n = 3
+	for i := 0; i < n; i++ {
+		p.Send("type", "subscribe", "topic", "demo/over")
+		p.ExpectFields("type", "error", "error", "too_many_subscriptions", "topic", "demo/over")
+	}
+	fams := b.scrape(t)
+	if v := value(t, fams, "kraken_subscribe_refused_total", "reason", "too_many_subscriptions"); v != n {
+		t.Errorf("subscribe_refused_total{reason=too_many_subscriptions} = %v, want %d", v, n)
+	}
+	for name, want := range map[string][]string{
+		"kraken_publish_refused_total":   {"rate", "size", "grant", "busy", "quota", "invalid_topic", "invalid_filter", "bad_request"},
+		"kraken_subscribe_refused_total": {"grant", "invalid_topic", "invalid_filter", "bad_request", "too_many_subscriptions"},
+	} {
+		var got []string
+		for _, m := range fams[name].Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "reason" {
+					got = append(got, l.GetValue())
+				}
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s reasons = %v, want %v (docs/operations.md)", name, got, want)
+		}
 	}
 }
 

@@ -33,8 +33,8 @@ func TestEveryRefusedPublishIsAnswered(t *testing.T) {
 			published++
 		case "error":
 			want := map[string]any{"type": "error", "code": 42910, "error": "rate_limit_exceeded",
-				"topic": "demo/general/t", "msgRef": itoa(i)}
-			if !sameJSON(f.Map, want) {
+				"topic": "demo/general/t", "msgRef": itoa(i), "limit": 50}
+			if !sameJSON(retryAfterChecked(t, f.Map), want) {
 				t.Fatalf("answer %d = %s, want %v", i, f, want)
 			}
 			refused++

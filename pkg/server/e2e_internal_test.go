@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -46,7 +50,9 @@ func TestInternalPublishReachesSubscribers(t *testing.T) {
 
 	code, body := postInternal(t, s, "Bearer "+testInternalSecret,
 		`{"topic":"demo-app/demo/general/messages","payload":{"text":"from the backend","n":[1,2.5,null]}}`)
-	if code != 200 || body != `{"success":true}` {
+	// This server's Authenticator cannot list its grants: the topic is
+	// taken as the routing key, unchecked.
+	if code != 200 || body != `{"success":true,"routedTo":"demo-app/demo/general/messages","via":"unchecked"}` {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	want := map[string]any{"text": "from the backend", "n": []any{int64(1), 2.5, nil}}
@@ -58,9 +64,9 @@ func TestInternalPublishReachesSubscribers(t *testing.T) {
 	}
 
 	// The pattern form, resolved as a wildcard rule of its app.
-	code, _ = postInternal(t, s, "Bearer "+testInternalSecret, `{"pattern":"demo/general/messages","appId":"demo-app","payload":"hi"}`)
-	if code != 200 {
-		t.Fatalf("pattern form: %d", code)
+	code, body = postInternal(t, s, "Bearer "+testInternalSecret, `{"pattern":"demo/general/messages","appId":"demo-app","payload":"hi"}`)
+	if code != 200 || body != `{"success":true,"routedTo":"demo-app/demo/general/messages","via":"pattern"}` {
+		t.Fatalf("pattern form: %d %s", code, body)
 	}
 	bob.ExpectFields("type", "message", "topic", "demo/general/messages", "data", "hi")
 	wild.ExpectFields("type", "message", "topic", "demo/general/+", "sourceTopic", "demo/general/messages", "data", "hi")
@@ -151,8 +157,82 @@ func TestInternalPublishBodyInPieces(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // a separate segment: the broker waits for the rest
 	_, _ = io.WriteString(conn, body[10:])
 	resp, got := readResponse(t, conn, bufio.NewReader(conn))
-	if resp.StatusCode != 200 || got != `{"success":true}` {
+	if resp.StatusCode != 200 || got != `{"success":true,"routedTo":"demo-app/demo/general/slow","via":"unchecked"}` {
 		t.Fatalf("= %d %s", resp.StatusCode, got)
 	}
 	bob.ExpectFields("type", "message", "data", "late")
+}
+
+// tokenFileAuth is the token-file backend on the file given, behind the
+// token cache, as kraken serves it.
+func tokenFileAuth(t *testing.T, contents string) auth.Authenticator {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := static.New(static.Config{Path: path, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return auth.NewCache(st, 30*time.Second, 100, nil)
+}
+
+// TestInternalPublishToAClientTopic: with the token file, topic may be the
+// topic clients use ("demo/general/messages"): it is routed to the key
+// their grants resolve it to, and the answer says where; a routing key is
+// still taken as it is. A topic no token routes, or one tokens route to
+// different keys, is refused with a reason instead of being published to
+// nobody.
+func TestInternalPublishToAClientTopic(t *testing.T) {
+	demo, err := os.ReadFile("../../examples/auth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, func(c *Config) { withSecret(c); c.Auth = tokenFileAuth(t, string(demo)) })
+	bob := authed(t, s, "dev-token-bob")
+	subscribe(t, bob, "demo/general/messages")
+	wild := authed(t, s, "dev-token-alice")
+	subscribe(t, wild, "demo/general/+")
+	post := func(body string) (int, string) { return postInternal(t, s, "Bearer "+testInternalSecret, body) }
+
+	code, body := post(`{"topic":"demo/general/messages","payload":{"text":"as a client"}}`)
+	if code != 200 || body != `{"success":true,"routedTo":"demo-app/demo/general/messages","via":"client_topic"}` {
+		t.Fatalf("client topic: %d %s", code, body)
+	}
+	bob.ExpectFields("type", "message", "topic", "demo/general/messages", "data", map[string]any{"text": "as a client"}, "from", "server")
+	wild.ExpectFields("type", "message", "topic", "demo/general/+", "sourceTopic", "demo/general/messages", "data", map[string]any{"text": "as a client"})
+
+	code, body = post(`{"topic":"demo-app/demo/general/messages","payload":"as a key"}`)
+	if code != 200 || body != `{"success":true,"routedTo":"demo-app/demo/general/messages","via":"routing_key"}` {
+		t.Fatalf("routing key: %d %s", code, body)
+	}
+	bob.ExpectFields("type", "message", "topic", "demo/general/messages", "data", "as a key")
+	wild.ExpectFields("type", "message", "sourceTopic", "demo/general/messages", "data", "as a key")
+
+	for _, topic := range []string{"other/general/messages", "demo-app/other/x", "demo/elsewhere/x"} {
+		code, body = post(`{"topic":"` + topic + `","payload":1}`)
+		if code != 422 || body != `{"error":"unknown_topic","detail":"no token in force routes this topic, as a routing key or as a client's topic"}` {
+			t.Fatalf("%s: %d %s, want 422", topic, code, body)
+		}
+	}
+	bob.ExpectNothing(100 * time.Millisecond)
+
+	// A second app whose tokens cover the same topics: which key is meant
+	// cannot be told, so the request is refused with the candidates.
+	two := strings.Replace(string(demo), `"dev-token-bob": {`, `"dev-token-carol": {
+      "actorTokenId": "carol", "allowedTopics": [{"pattern": "demo/#", "permission": "pubSub", "app_id": "other-app"}]
+    },
+    "dev-token-bob": {`, 1)
+	s2 := start(t, func(c *Config) { withSecret(c); c.Auth = tokenFileAuth(t, two) })
+	code, body = postInternal(t, s2, "Bearer "+testInternalSecret, `{"topic":"demo/general/messages","payload":1}`)
+	if code != 409 || body != `{"error":"ambiguous_topic","detail":"tokens in force route this topic to different keys: `+
+		`send one of them as topic, or pattern and appId","candidates":["demo-app/demo/general/messages","other-app/demo/general/messages"]}` {
+		t.Fatalf("ambiguous: %d %s", code, body)
+	}
+	code, body = postInternal(t, s2, "Bearer "+testInternalSecret, `{"topic":"other-app/demo/general/messages","payload":1}`)
+	if code != 200 || body != `{"success":true,"routedTo":"other-app/demo/general/messages","via":"routing_key"}` {
+		t.Fatalf("one of the candidates: %d %s", code, body)
+	}
 }

@@ -45,8 +45,8 @@ func TestRateLimitFromTheTokenRejectsExcessPublishes(t *testing.T) {
 			}
 		case "error":
 			want := map[string]any{"type": "error", "code": 42910, "error": "rate_limit_exceeded",
-				"topic": "demo/general/rate", "msgRef": itoa(i)}
-			if !sameJSON(f.Map, want) {
+				"topic": "demo/general/rate", "msgRef": itoa(i), "limit": limit}
+			if !sameJSON(retryAfterChecked(t, f.Map), want) {
 				t.Fatalf("reply %d = %s, want %v", i, f, want)
 			}
 			if i < limit {

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/acl"
+	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/topic"
@@ -31,9 +33,10 @@ func (s *Server) internalEnabled() bool {
 }
 
 // internalRequest is the JSON body of POST /internal/publish (protocol.md
-// §5.4, OQ-26): the raw broker topic (a routing key, e.g.
-// "demo-app/demo/general/messages"), or a client pattern with an optional
-// app id resolved as a wildcard rule resolves it (§4.6).
+// §5.4, OQ-26): topic, a routing key ("demo-app/demo/general/messages") or
+// a client's topic ("demo/general/messages") read with the grants in force
+// (internalTarget), or a client pattern with an optional app id resolved
+// as a wildcard rule resolves it (§4.6).
 type internalRequest struct {
 	Topic   *string         `json:"topic"`
 	Pattern *string         `json:"pattern"`
@@ -81,11 +84,16 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 		s.httpJSON(st, 400, `{"error":"invalid_json"}`)
 		return n
 	}
-	key, display, errBody := internalTarget(&req)
+	rt, status, errBody := s.internalTarget(&req)
 	if errBody != "" {
-		s.httpJSON(st, 400, errBody)
+		if status != 400 {
+			s.log.Info("internal publish refused", connFields(st.Conn, zap.Int("status", status),
+				zap.String("reason", rt.reason), zap.String("topic", wire.Echo(*req.Topic)))...)
+		}
+		s.httpJSON(st, status, errBody)
 		return n
 	}
+	key, display := rt.key, rt.display
 	data, err := session.DataFromJSON(req.Payload)
 	if err != nil {
 		s.httpJSON(st, 400, `{"error":"invalid_payload","detail":`+strconv.Quote(errDetail(err))+`}`)
@@ -110,42 +118,113 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 		s.httpJSON(st, 502, `{"error":"broker_unavailable"}`)
 		return n
 	}
-	s.httpJSON(st, 200, `{"success":true}`)
+	s.httpJSON(st, 200, routedBody(rt))
 	return n
+}
+
+// route is where an internal publish goes: its routing key, the topic its
+// message carries (the subscribers' display topic), and how the request
+// named it (via); reason is why it was refused.
+type route struct {
+	key, display, via, reason string
+}
+
+// How an internal publish named its target, the "via" of the answer.
+const (
+	viaRoutingKey  = "routing_key"  // topic: a routing key the grants in force produce
+	viaClientTopic = "client_topic" // topic: a client's topic, resolved as the grants' clients resolve it
+	viaPattern     = "pattern"      // pattern and appId
+	viaUnchecked   = "unchecked"    // topic, taken as a routing key: the auth backend cannot list its grants
+)
+
+// routedBody is the 200 answer: {"success":true,"routedTo":<key>,"via":…}.
+func routedBody(rt route) string {
+	b, _ := json.Marshal(struct {
+		Success  bool   `json:"success"`
+		RoutedTo string `json:"routedTo"`
+		Via      string `json:"via"`
+	}{true, rt.key, rt.via})
+	return string(b)
 }
 
 // missingFields is the 400 body of a request without a target or payload.
 const missingFields = `{"error":"missing_required_fields","required":["topic","payload"]}`
 
-// internalTarget returns the routing key and the display topic of an
-// internal publish: the raw broker topic as the key, with its first level
-// (the app) taken off for display, or the pattern under its app ("unscoped"
-// without one, §4.6). It returns a 400 body for a bad request.
-func internalTarget(req *internalRequest) (key, display, errBody string) {
+// internalTarget returns where an internal publish goes, or the HTTP
+// status and body of its refusal:
+//   - pattern (with appId, "unscoped" without one): the key a wildcard rule
+//     of that app resolves it to, "<appId>/<pattern>" (§4.6);
+//   - topic, when the auth backend lists the grants in force (the token
+//     file: auth.RuleLister): a routing key some grant produces, as it is;
+//     else a client's topic ("demo/general/messages"), routed to the key
+//     the grants' clients resolve it to when they agree (acl.Place); 409
+//     when they do not, 422 when no grant routes it either way;
+//   - topic, when the backend cannot list its grants (AUTH_BACKEND=http):
+//     taken as the routing key, unchecked, as the original did.
+func (s *Server) internalTarget(req *internalRequest) (rt route, status int, errBody string) {
 	if len(bytes.TrimSpace(req.Payload)) == 0 {
-		return "", "", missingFields
+		return rt, 400, missingFields
 	}
 	switch {
 	case req.Topic != nil && *req.Topic != "":
-		key = *req.Topic
-		display = key
-		if _, after, ok := strings.Cut(key, "/"); ok && after != "" {
-			display = after
+		t := *req.Topic
+		if err := topic.ValidatePublish(t); err != nil {
+			return rt, 400, invalidTopic(err)
 		}
+		return s.placeTopic(t)
 	case req.Pattern != nil && *req.Pattern != "":
 		app := req.AppID
 		if app == "" {
 			app = "unscoped"
 		}
-		display = *req.Pattern
-		key = app + "/" + display
+		rt = route{key: app + "/" + *req.Pattern, display: *req.Pattern, via: viaPattern}
 	default:
-		return "", "", missingFields
+		return rt, 400, missingFields
 	}
-	if err := topic.ValidatePublish(display); err != nil {
-		return "", "", `{"error":"invalid_topic","detail":` + strconv.Quote(err.Error()) + `}`
+	if err := topic.ValidatePublish(rt.display); err != nil {
+		return rt, 400, invalidTopic(err)
 	}
-	return key, display, ""
+	return rt, 200, ""
+}
+
+// placeTopic places the topic t of an internal publish (internalTarget).
+func (s *Server) placeTopic(t string) (rt route, status int, errBody string) {
+	var sets []acl.Rules
+	listed := false
+	if rl, ok := s.cfg.Auth.(auth.RuleLister); ok {
+		sets, listed = rl.RuleSets()
+	}
+	if !listed {
+		rt = route{key: t, display: t, via: viaUnchecked}
+		if _, after, ok := strings.Cut(t, "/"); ok && after != "" {
+			rt.display = after // the app's level off, as a wildcard rule's key has it
+		}
+		return rt, 200, ""
+	}
+	key, pattern, how, keys := acl.Place(sets, t)
+	switch how {
+	case acl.PlacedAsKey:
+		return route{key: key, display: pattern, via: viaRoutingKey}, 200, ""
+	case acl.PlacedAsTopic:
+		return route{key: key, display: pattern, via: viaClientTopic}, 200, ""
+	case acl.PlacedAmbiguous:
+		b, _ := json.Marshal(struct {
+			Error      string   `json:"error"`
+			Detail     string   `json:"detail"`
+			Candidates []string `json:"candidates"`
+		}{"ambiguous_topic", "tokens in force route this topic to different keys: send one of them as topic, or pattern and appId",
+			keys[:min(len(keys), maxCandidates)]})
+		return route{reason: "ambiguous_topic"}, 409, string(b)
+	}
+	return route{reason: "unknown_topic"}, 422, `{"error":"unknown_topic","detail":` +
+		`"no token in force routes this topic, as a routing key or as a client's topic"}`
+}
+
+// maxCandidates bounds the keys a 409 lists.
+const maxCandidates = 10
+
+func invalidTopic(err error) string {
+	return `{"error":"invalid_topic","detail":` + strconv.Quote(err.Error()) + `}`
 }
 
 // contentLength returns the request's Content-Length; ok is false when it

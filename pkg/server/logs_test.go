@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -142,4 +143,54 @@ func TestPolicyCloseIsLoggedAtInfo(t *testing.T) {
 		t.Fatalf("connection closed lines %v", closed)
 	}
 	checkFields(t, closed[0], "reason", "auth_failures", "transport", "websocket")
+}
+
+// TestSubscriptionCapRefusalsAreCountedAndLogged: the subscriptions a
+// connection's worker refuses past MaxSubscriptions are counted under
+// too_many_subscriptions and logged like the refusals of the reader: the
+// connection's first at info with the reason, the error, the topic and the
+// connection's fields, the next at debug; another connection's first at
+// info again. A subscribe without a topic is counted as bad_request.
+func TestSubscriptionCapRefusalsAreCountedAndLogged(t *testing.T) {
+	s, logs := observed(t, func(c *Config) { c.Hub.MaxSubscriptions = 1 })
+	refused := func() uint64 {
+		return s.Protocol().Stats().SubscribeRefused[session.RefuseTooManySubscriptions]
+	}
+	p := authed(t, s, "dev-token-bob")
+	subscribe(t, p, "demo/general/a")
+	for _, topic := range []string{"demo/general/b", "demo/general/c"} {
+		p.Send("type", "subscribe", "topic", topic)
+		p.ExpectFields("type", "error", "error", "too_many_subscriptions", "topic", topic)
+	}
+	if n := refused(); n != 2 {
+		t.Errorf("SubscribeRefused[too_many_subscriptions] = %d, want 2", n)
+	}
+	lines := waitLog(t, logs, "subscribe refused", 2)
+	if lines[0].Level != zapcore.InfoLevel || lines[1].Level != zapcore.DebugLevel {
+		t.Errorf("subscribe refused at %v then %v, want info then debug", lines[0].Level, lines[1].Level)
+	}
+	checkFields(t, lines[0], "reason", "too_many_subscriptions", "error", "too_many_subscriptions",
+		"topic", "demo/general/b", "detail", session.DetailTooManySubscriptions, "conn_id", "*",
+		"remote_addr", p.Conn.LocalAddr().String(), "actor_token_id", "bob")
+	checkFields(t, lines[1], "reason", "too_many_subscriptions", "topic", "demo/general/c")
+
+	q := authed(t, s, "dev-token-alice")
+	subscribe(t, q, "demo/general/a")
+	q.Send("type", "subscribe", "topic", "demo/general/b")
+	q.ExpectFields("type", "error", "error", "too_many_subscriptions")
+	third := waitLog(t, logs, "subscribe refused", 3)[2]
+	if third.Level != zapcore.InfoLevel {
+		t.Errorf("another connection's first refusal at %v, want info", third.Level)
+	}
+	checkFields(t, third, "actor_token_id", "alice")
+	if n := refused(); n != 3 {
+		t.Errorf("SubscribeRefused[too_many_subscriptions] = %d, want 3", n)
+	}
+
+	q.Send("type", "subscribe")
+	q.ExpectFields("type", "error", "error", "bad_request", "detail", "subscribe requires topic")
+	if n := s.Protocol().Stats().SubscribeRefused[session.RefuseBadRequest]; n != 1 {
+		t.Errorf("SubscribeRefused[bad_request] = %d, want 1", n)
+	}
+	checkFields(t, waitLog(t, logs, "subscribe refused", 4)[3], "reason", "bad_request", "actor_token_id", "alice")
 }

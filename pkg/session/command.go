@@ -56,7 +56,7 @@ func (p *Protocol) Handle(st *State, out Sink, cmd *wire.Command) {
 		p.ack(st, cmd.MsgIDs...)
 	default:
 		if ce := p.log.Check(zap.DebugLevel, "ignored message type"); ce != nil {
-			ce.Write(zap.Uint64("conn_id", st.Conn.ID), zap.String("type", cmd.Type))
+			ce.Write(zap.Uint64("conn_id", st.Conn.ID), zap.String("type", wire.Echo(cmd.Type)))
 		}
 	}
 }

@@ -137,6 +137,7 @@ func New(cfg Config) (*Protocol, error) {
 	hc.Logger = cfg.Logger
 	hc.Revalidate = p.revalidate
 	hc.OnClose = p.closed
+	hc.OnTooManySubscriptions = p.tooManySubscriptions
 	if p.multi {
 		hc.OnInterest = cfg.Broker.Interest
 		hc.OnGroupInterest = cfg.Broker.GroupInterest

@@ -23,6 +23,13 @@ const hintWildcardPublish = "wildcards are only allowed in subscribe topics"
 // DetailBusy is the detail of the 42910 error when the workers are behind.
 const DetailBusy = "the broker is busy: retry later"
 
+// BusyRetryAfterMs is the retryAfterMs of the 42910 error when the workers
+// are behind: a hint, not a promise. The workers usually catch up within
+// milliseconds (meanwhile the publisher's socket is not read, and the
+// pause ends when they have), so a client that waits this long before
+// sending again is most likely served.
+const BusyRetryAfterMs = 100
+
 var msgpackNil = []byte{0xc0}
 
 // DetailDollarTopic is the detail of the invalid_topic error for a client's
@@ -83,7 +90,8 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	if p.hub.Busy() {
-		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded, Detail: DetailBusy})
+		fail(&wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded, Detail: DetailBusy,
+			RetryAfterMs: BusyRetryAfterMs})
 		return
 	}
 	pub := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: c, Echo: cmd.Echo,
@@ -147,13 +155,20 @@ func unknownTopicError(sess *hub.Session, t, hint, msgRef string) *wire.Error {
 // OQ-6) and the size limit (§6.11, OQ-7) to a broadcast of size bytes of
 // data; it returns the error to send, or nil.
 func (p *Protocol) checkLimits(st *State, g *auth.Grant, now time.Time, size int) *wire.Error {
-	if !st.allowPublish(uint32(now.Unix()), limitOr(g.RateLimit, p.cfg.RateLimit)) {
-		return &wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded}
+	if limit := limitOr(g.RateLimit, p.cfg.RateLimit); !st.allowPublish(uint32(now.Unix()), limit) {
+		return &wire.Error{Code: wire.CodeRateLimited, Err: wire.ErrRateLimitExceeded, Limit: limit,
+			RetryAfterMs: untilNextSecond(now)}
 	}
 	if limit := min(limitOr(g.MaxMessageSize, p.cfg.MaxMessageSize), PayloadCeiling); size > limit {
 		return &wire.Error{Code: wire.CodeMessageTooLarge, Err: wire.ErrMessageTooLarge, MaxSizeBytes: limit}
 	}
 	return nil
+}
+
+// untilNextSecond is the milliseconds from now to the next wall-clock
+// second, rounded up (1 to 1000): when the rate window opens again.
+func untilNextSecond(now time.Time) int {
+	return int((time.Second - time.Duration(now.Nanosecond()) + time.Millisecond - 1) / time.Millisecond)
 }
 
 func limitOr(v, def int) int {

@@ -17,16 +17,18 @@ import (
 // `reason` label and log field.
 type Refusal uint8
 
-// The refusals.
+// The refusals. PublishRefusals and SubscribeRefusals say which apply to
+// which.
 const (
-	RefuseRate          Refusal = iota + 1 // over the rate limit (42910)
-	RefuseSize                             // data over the size limit (42930)
-	RefuseGrant                            // topic outside the grants (42940)
-	RefuseBusy                             // the workers are behind (42910, "the broker is busy")
-	RefuseQuota                            // the project is blocked by the control plane (42920)
-	RefuseInvalidTopic                     // a malformed topic (invalid_topic)
-	RefuseInvalidFilter                    // a rejected filter (42960, too_many_filters, invalid_filter_chars)
-	RefuseBadRequest                       // a required field missing (bad_request)
+	RefuseRate                 Refusal = iota + 1 // over the rate limit (42910)
+	RefuseSize                                    // data over the size limit (42930)
+	RefuseGrant                                   // topic outside the grants (42940)
+	RefuseBusy                                    // the workers are behind (42910, "the broker is busy")
+	RefuseQuota                                   // the project is blocked by the control plane (42920)
+	RefuseInvalidTopic                            // a malformed topic (invalid_topic)
+	RefuseInvalidFilter                           // a rejected filter (42960, too_many_filters, invalid_filter_chars)
+	RefuseBadRequest                              // a required field missing (bad_request)
+	RefuseTooManySubscriptions                    // the connection holds hub.Config.MaxSubscriptions (too_many_subscriptions)
 
 	numRefusals
 )
@@ -35,7 +37,17 @@ const (
 const NumRefusals = int(numRefusals)
 
 var refusalLabels = [numRefusals]string{"", "rate", "size", "grant", "busy", "quota", "invalid_topic",
-	"invalid_filter", "bad_request"}
+	"invalid_filter", "bad_request", "too_many_subscriptions"}
+
+// PublishRefusals are the reasons a publish is refused for: the `reason`
+// values of kraken_publish_refused_total (docs/operations.md).
+var PublishRefusals = [...]Refusal{RefuseRate, RefuseSize, RefuseGrant, RefuseBusy, RefuseQuota,
+	RefuseInvalidTopic, RefuseInvalidFilter, RefuseBadRequest}
+
+// SubscribeRefusals are the reasons a subscribe is refused for: the
+// `reason` values of kraken_subscribe_refused_total.
+var SubscribeRefusals = [...]Refusal{RefuseGrant, RefuseInvalidTopic, RefuseInvalidFilter,
+	RefuseBadRequest, RefuseTooManySubscriptions}
 
 // String returns the refusal's label, e.g. "rate".
 func (r Refusal) String() string {

@@ -18,7 +18,9 @@ import (
 // subscription is in place, before its retained messages.
 func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	if !cmd.HasTopic {
-		p.badRequest(st, out, "subscribe requires topic")
+		e := &wire.Error{Err: wire.ErrBadRequest, Detail: "subscribe requires topic"}
+		p.refusedSubscribe(st, RefuseBadRequest, e)
+		p.Refuse(st, out, e) // nothing waits for it: no topic to match
 		return
 	}
 	c := st.Conn
@@ -54,7 +56,7 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	spec.Reply = out.Frame(Reply{Kind: KindSubscribed, Payload: wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance)})
 	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
-		Topic: cmd.Topic, HasTopic: true, Detail: "the connection holds the maximum number of subscriptions"}))
+		Topic: cmd.Topic, HasTopic: true, Detail: DetailTooManySubscriptions})) // counted and logged by the worker (tooManySubscriptions)
 	p.hub.Subscribe(c, spec)
 	p.noteSubscribed(st, spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)

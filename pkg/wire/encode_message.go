@@ -98,14 +98,23 @@ type Error struct {
 	LobbyID string
 	// MaxSizeBytes is the data size limit of message_too_large; 0 omits it.
 	MaxSizeBytes int
+	// Limit is the publishes per second of rate_limit_exceeded; 0 omits it.
+	Limit int
+	// RetryAfterMs is how many milliseconds to wait before trying again, on
+	// a refusal that passes with time (rate_limit_exceeded, the broker
+	// busy); 0 omits it.
+	RetryAfterMs int
 }
 
 // AppendError appends {type:"error", code?, error, topic?, hint?, detail?,
-// msgRef?, lobbyId?, maxSizeBytes?} (protocol.md §3.4).
+// msgRef?, lobbyId?, maxSizeBytes?, limit?, retryAfterMs?} (protocol.md
+// §3.4; docs/protocol.md, "Refusals"). The strings that may repeat the
+// client's input (topic, detail, msgRef, lobbyId) go out as Echo has them:
+// valid UTF-8, at most MaxEcho bytes.
 func AppendError(b []byte, e *Error) []byte {
 	n := uint32(2)
 	for _, set := range [...]bool{e.Code != 0, e.HasTopic, e.Hint != "", e.Detail != "",
-		e.MsgRef != "", e.LobbyID != "", e.MaxSizeBytes != 0} {
+		e.MsgRef != "", e.LobbyID != "", e.MaxSizeBytes != 0, e.Limit != 0, e.RetryAfterMs != 0} {
 		if set {
 			n++
 		}
@@ -118,23 +127,31 @@ func AppendError(b []byte, e *Error) []byte {
 	}
 	b = appendStr(b, "error", e.Err)
 	if e.HasTopic {
-		b = appendStr(b, "topic", e.Topic)
+		b = appendStr(b, "topic", Echo(e.Topic))
 	}
 	if e.Hint != "" {
 		b = appendStr(b, "hint", e.Hint)
 	}
 	if e.Detail != "" {
-		b = appendStr(b, "detail", e.Detail)
+		b = appendStr(b, "detail", Echo(e.Detail))
 	}
 	if e.MsgRef != "" {
-		b = appendStr(b, "msgRef", e.MsgRef)
+		b = appendStr(b, "msgRef", Echo(e.MsgRef))
 	}
 	if e.LobbyID != "" {
-		b = appendStr(b, "lobbyId", e.LobbyID)
+		b = appendStr(b, "lobbyId", Echo(e.LobbyID))
 	}
 	if e.MaxSizeBytes != 0 {
 		b = msgp.AppendString(b, "maxSizeBytes")
 		b = appendInt(b, int64(e.MaxSizeBytes))
+	}
+	if e.Limit != 0 {
+		b = msgp.AppendString(b, "limit")
+		b = appendInt(b, int64(e.Limit))
+	}
+	if e.RetryAfterMs != 0 {
+		b = msgp.AppendString(b, "retryAfterMs")
+		b = appendInt(b, int64(e.RetryAfterMs))
 	}
 	return b
 }

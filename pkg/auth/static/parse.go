@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
 )
 
@@ -17,6 +19,7 @@ import (
 type tokenSet struct {
 	byToken map[string]*auth.Grant // byte-exact token -> grant (protocol.md §4.1)
 	byActor map[string]*auth.Grant // actorTokenId -> grant of its first entry (§4.9)
+	rules   []acl.Rules            // the distinct rule lists of the grants, in file order (RuleSets)
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -71,7 +74,35 @@ func parseTokenFile(data []byte, path string, log *zap.Logger) (*tokenSet, error
 			set.byActor[g.ActorTokenID] = g
 		}
 	}
+	set.rules = distinctRules(members, set.byToken)
 	return set, nil
+}
+
+// distinctRules lists the rule lists of the grants in force, in file order,
+// once for each distinct routing they give (their rules' patterns, topics
+// and apps): tokens of one app usually share theirs, and POST
+// /internal/publish reads its topic against every list (acl.Place).
+func distinctRules(members []orderedMember, byToken map[string]*auth.Grant) []acl.Rules {
+	var out []acl.Rules
+	seen := map[string]bool{}
+	var key strings.Builder
+	for _, m := range members {
+		g := byToken[m.Key]
+		if g == nil || len(g.Rules) == 0 {
+			continue
+		}
+		key.Reset()
+		for _, r := range g.Rules {
+			for _, f := range [...]string{r.Pattern, r.Topic, r.AppID} { // what routing reads
+				key.WriteString(strconv.Quote(f))
+			}
+		}
+		if !seen[key.String()] {
+			seen[key.String()] = true
+			out = append(out, g.Rules)
+		}
+	}
+	return out
 }
 
 // entryDecoder decodes one token entry, logging what it has to ignore. Token

@@ -189,3 +189,30 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatalf("Validate after Close: %v", err)
 	}
 }
+
+// TestRuleSets: the token file's rule lists, once per distinct routing, in
+// file order, through the token cache too; a reload replaces them.
+func TestRuleSets(t *testing.T) {
+	path := tempFile(t, `{"tokens": {
+  "t1": {"actorTokenId": "a", "allowedTopics": [{"pattern": "demo/general/#", "permission": "pubSub", "app_id": "demo-app", "room_slug": "general"}]},
+  "t2": {"actorTokenId": "b", "allowedTopics": [{"pattern": "demo/general/#", "permission": "subscribe", "app_id": "demo-app"}]},
+  "t3": {"actorTokenId": "c", "allowedTopics": [{"pattern": "demo/general/#", "permission": "pubSub", "app_id": "other-app"}]},
+  "t4": {"actorTokenId": "d"}
+}}`)
+	s, _ := open(t, path, 0)
+	var lister auth.RuleLister = auth.NewCache(s, time.Minute, 100, nil)
+	sets, ok := lister.RuleSets()
+	if !ok || len(sets) != 2 || sets[0][0].AppID != "demo-app" || sets[1][0].AppID != "other-app" {
+		t.Fatalf("RuleSets = %v, %v; want the lists of demo-app and other-app", sets, ok)
+	}
+	writeFile(t, path, `{"tokens":{"ta":{"actorTokenId":"a"}}}`)
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if sets, ok := lister.RuleSets(); !ok || len(sets) != 0 {
+		t.Fatalf("after the reload RuleSets = %v, %v; want none", sets, ok)
+	}
+	if _, ok := auth.NewCache(AllowAll{}, time.Minute, 100, nil).RuleSets(); !ok {
+		t.Fatal("AllowAll lists no rules")
+	}
+}

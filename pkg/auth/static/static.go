@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
 )
 
@@ -69,8 +70,8 @@ type Stats struct {
 }
 
 // Static is the token-file backend of protocol.md §4.1 with the reload
-// behaviour of D-1. It implements auth.Authenticator and auth.Notifier and
-// is safe for concurrent use.
+// behaviour of D-1. It implements auth.Authenticator, auth.Notifier and
+// auth.RuleLister and is safe for concurrent use.
 type Static struct {
 	path string
 	poll time.Duration
@@ -148,6 +149,10 @@ func (s *Static) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant
 	}
 	return nil, auth.ErrDenied
 }
+
+// RuleSets returns the distinct rule lists of the tokens in force
+// (auth.RuleLister), for POST /internal/publish; ok is always true.
+func (s *Static) RuleSets() ([]acl.Rules, bool) { return s.set.Load().rules, true }
 
 // OnChange registers f to run after every successful reload, once the new
 // token set is in place (D-1). Callbacks run one after another on the

@@ -2,13 +2,19 @@ package listener_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
+	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
 const topic = "demo/general/messages"
@@ -382,4 +388,32 @@ func firstOf(s []any) any {
 		return nil
 	}
 	return s[0]
+}
+
+// MQTT has no error frames: a refused subscribe or publish is a SUBACK
+// 0x80 or a plain PUBACK, and its log line carries the topic bounded as a
+// WebSocket error frame has it (wire.Echo): a 5 KB topic is logged as 1024
+// bytes. (A topic that is not UTF-8 never gets this far: the packet is
+// malformed and the connection closed, MQTT 3.1.1 §1.5.3.)
+func TestRefusedLongTopicIsLoggedBounded(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	n := startNode(t, func(c *server.Config) { c.Logger = zap.New(core) })
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	long := "demo/general/" + strings.Repeat("x", 5000)
+	m.send(subscribePkt(3, long))
+	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 3, 0x80}) {
+		t.Fatalf("SUBACK % x, want 00 03 80", body)
+	}
+	m.send(publishPkt(long, 1, false, 4, "x"))
+	m.expect(0x40)
+	for _, msg := range []string{"subscribe refused", "publish refused"} {
+		lines := logs.FilterMessage(msg).All()
+		if len(lines) != 1 {
+			t.Fatalf("%d %q lines, want 1", len(lines), msg)
+		}
+		got, _ := lines[0].ContextMap()["topic"].(string)
+		if got != wire.Echo(long) || len(got) > wire.MaxEcho {
+			t.Errorf("%q logs a topic of %d bytes, want %d", msg, len(got), len(wire.Echo(long)))
+		}
+	}
 }
