@@ -61,6 +61,7 @@ type Conn struct {
 	reason   disconnect.Reason
 	retrying bool        // on the owning worker's retry list
 	slow     bool        // over the outbound bound; a close is scheduled
+	inHeld   bool        // not guarded: owned by the reader (HoldInput, InputHeld, InputDrained)
 	sent     uint32      // bytes the transport took, modulo 2^32: a retry compares it to see progress
 	out      [][]byte    // queued frames, oldest first; out[0] may be partly written
 	inline   [1][]byte   // backing store of out while it holds one frame: no allocation per delivery

@@ -47,7 +47,8 @@ func (h *Hub) Behind() bool {
 }
 
 // HoldInput stops reading c's socket while the hub is behind (Behind), if
-// its transport is an InputPauser, and reports whether c is now paused;
+// its transport is an InputPauser, and reports whether c is now paused
+// (InputHeld then reports true until InputDrained);
 // the hub resumes it once the workers have caught up. A transport's reader
 // calls it after handling input, so a client that sends faster than the
 // workers deliver is slowed down by TCP instead of having its input
@@ -65,6 +66,7 @@ func (h *Hub) HoldInput(c *Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, held := f.held[c]; held {
+		c.inHeld = true
 		return true
 	}
 	if c.markedClosed() || p.SetReadPaused(true) != nil {
@@ -76,8 +78,21 @@ func (h *Hub) HoldInput(c *Conn) bool {
 	f.held[c] = struct{}{}
 	f.paused.Add(1)
 	f.pauses.Add(1)
+	c.inHeld = true
 	return true
 }
+
+// InputHeld reports whether c's input was paused (HoldInput) since its
+// reader last found its unread input within the transport's bound
+// (InputDrained): what netpoll reads at once when the socket is resumed
+// is the pause's doing, not the client's, so the transport works through
+// it instead of closing the connection with input_overflow. Call it only
+// from c's reader.
+func (c *Conn) InputHeld() bool { return c.inHeld }
+
+// InputDrained records that c's unread input is within the transport's
+// bound again. Call it only from c's reader.
+func (c *Conn) InputDrained() { c.inHeld = false }
 
 // InputPauses returns how many times a connection's input was paused.
 func (h *Hub) InputPauses() uint64 { return h.flow.pauses.Load() }

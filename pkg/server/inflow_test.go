@@ -96,7 +96,7 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 	select { // once the worker catches up the publisher is read again and goes on
 	case err := <-writeErr:
 		if err != nil {
-			t.Fatalf("the publisher's connection failed: %v", err)
+			t.Fatalf("the publisher's connection failed: %v (closes by reason %v)", err, s.Hub().Stats().Closed)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the publisher is still blocked after %d publishes", written.Load())

@@ -42,7 +42,11 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		_ = r.Release()
 		return nil
 	}
-	if n > s.cfg.MaxInputBacklog && !s.hub.HoldInput(st.Conn) {
+	// What netpoll reads at once when a paused socket is resumed is the
+	// pause's doing, not the client's: it is worked through, not closed.
+	if n <= s.cfg.MaxInputBacklog {
+		st.Conn.InputDrained()
+	} else if !st.Conn.InputHeld() && !s.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()

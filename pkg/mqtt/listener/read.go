@@ -47,7 +47,11 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		_ = r.Release()
 		return nil
 	}
-	if n+len(st.partial) > l.cfg.MaxInputBacklog && !l.hub.HoldInput(st.Conn) {
+	// What netpoll reads at once when a paused socket is resumed is the
+	// pause's doing, not the client's: it is worked through, not closed.
+	if n+len(st.partial) <= l.cfg.MaxInputBacklog {
+		st.Conn.InputDrained()
+	} else if !st.Conn.InputHeld() && !l.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
