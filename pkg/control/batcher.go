@@ -33,10 +33,6 @@ const (
 	DefaultTimeout = 5 * time.Second
 )
 
-// shrinkAbove is the number of pending projects above which a flush hands the
-// pending map back to the garbage collector instead of clearing it for reuse.
-const shrinkAbove = 4096
-
 // Config configures a Batcher. The zero value works: it reports nothing
 // (a nil Controller) with the §5.2 timing.
 type Config struct {
@@ -133,12 +129,74 @@ type Stats struct {
 	FailuresDropped uint64
 }
 
-// usage is one project's pending counts.
-type usage struct {
-	count, bytes int64
-	// due is set once the project is in Batcher.due, waiting for its
-	// threshold report.
-	due bool
+// Packing of counter.word, the counts RecordPublish adds to without a lock:
+// one atomic add records a publish and its bytes together, so that a report
+// taking the word (an atomic swap) always takes both or neither.
+const (
+	// wordCountShift is the position of the publish count, in bits 40–62;
+	// the bytes are in bits 0–39.
+	wordCountShift = 40
+	// wordBytesMask selects the bytes.
+	wordBytesMask = 1<<wordCountShift - 1
+	// wordCountMask selects the publish count once shifted down.
+	wordCountMask = 1<<23 - 1
+	// wordRetired (bit 63) marks a counter that has left Batcher.counters:
+	// whatever is added to it afterwards is ignored, and the adder counts
+	// its publish again on the slow path.
+	wordRetired = 1 << 63
+	// wordOnePublish is the count field's unit.
+	wordOnePublish = 1 << wordCountShift
+
+	// spillCount (publishes) and spillBytes (bytes) are the field values at
+	// which RecordPublish moves the word into the counter's carry, under
+	// the Batcher mutex, long before a field can overflow into the next:
+	// between the add that reaches a limit and the move, each goroutine
+	// adds at most once more (it then waits for the mutex to move the word
+	// itself), so a field would overflow only with 2^22 goroutines adding
+	// at once (count) or 2^15 each adding fastMaxBytes (bytes).
+	spillCount = 1 << 22
+	spillBytes = 1 << 39
+	// fastMaxBytes bounds the bytes RecordPublish adds to the word, in
+	// bytes; a larger size, which no publish under MAX_MESSAGE_SIZE has, is
+	// counted on the slow path.
+	fastMaxBytes = 1 << 24
+)
+
+// counter is one project's pending usage: what RecordPublish counted and no
+// delivered report has taken yet. RecordPublish reaches it through
+// Batcher.counters and adds to word without the Batcher mutex; every other
+// field is written under Batcher.umu.
+type counter struct {
+	// word holds the publishes and their bytes added since the last take
+	// (see wordCountShift), and wordRetired once the counter has left
+	// Batcher.counters.
+	word atomic.Uint64
+	// carryCount (publishes) and carryBytes (bytes) are pending counts held
+	// outside word: spilled from it before a field could overflow, or
+	// restored after a failed report. carryCount is atomic because
+	// RecordPublish reads it for the threshold; both are written under umu.
+	carryCount atomic.Int64
+	carryBytes int64
+	// due is set once the counter is in Batcher.due, waiting for its
+	// threshold report; written under umu, read by RecordPublish.
+	due atomic.Bool
+	// id is the project.
+	id string
+}
+
+// wordCount and wordBytes are the fields of a word.
+func wordCount(w uint64) int64 { return int64(w >> wordCountShift & wordCountMask) }
+func wordBytes(w uint64) int64 { return int64(w & wordBytesMask) }
+
+// take returns c's pending counts and resets them, leaving w in word (0, or
+// wordRetired to retire c). Callers hold umu and know c is not retired.
+func (c *counter) take(w uint64) (count, bytes int64) {
+	v := c.word.Swap(w)
+	count = wordCount(v) + c.carryCount.Swap(0)
+	bytes = wordBytes(v) + c.carryBytes
+	c.carryBytes = 0
+	c.due.Store(false)
+	return count, bytes
 }
 
 // blockedSet is an immutable set of project ids.
@@ -157,11 +215,18 @@ type Batcher struct {
 	// blocked is nil or an immutable set, replaced wholesale.
 	blocked atomic.Pointer[blockedSet]
 
-	umu        sync.Mutex // guards the usage fields below
-	pending    map[string]usage
-	due        []string // projects that reached the threshold, in order
-	usagePause bool     // threshold reports paused after a failed report
-	usageShut  bool     // Close was called: RecordPublish ignores counts
+	// counters maps a project id to its *counter. RecordPublish loads from
+	// it without a lock; counters are stored and deleted under umu. A
+	// counter is created by the first publish of its project and removed by
+	// the interval report that finds it idle (nothing counted since the
+	// previous take), so the map holds the projects active in about the
+	// last UsageInterval.
+	counters sync.Map
+
+	umu        sync.Mutex  // guards the usage fields below and counters' writes
+	due        []*counter  // projects that reached the threshold, in order
+	usagePause atomic.Bool // threshold reports paused after a failed report; written under umu
+	usageShut  atomic.Bool // Close was called: RecordPublish ignores counts; written under umu
 
 	smu      sync.Mutex // guards subs and subsShut
 	subs     []SubscriptionChange
@@ -204,7 +269,6 @@ func New(cfg Config) *Batcher {
 		cfg:       cfg,
 		ctrl:      cfg.Controller,
 		log:       cfg.Logger.Named("control"),
-		pending:   make(map[string]usage),
 		usageKick: make(chan struct{}, 1),
 		subsKick:  make(chan struct{}, 1),
 		failKick:  make(chan struct{}, 1),
@@ -231,38 +295,142 @@ func (b *Batcher) Start() {
 }
 
 // RecordPublish counts one accepted publish of projectID whose data renders
-// as dataJSONBytes bytes of compact JSON (wire.AppendJSON, OQ-48; a negative
-// value counts 0). It is called on the publish path, from any goroutine: it
-// takes one short mutex, does no I/O, never waits for the Controller and
-// does not allocate in steady state (the pending map keeps its capacity
-// between reports). When the project's pending count reaches
-// Config.UsageThreshold it wakes the usage goroutine without waiting.
+// as dataJSONBytes bytes of compact JSON (wire.JSONLen, the length of
+// wire.AppendJSON, OQ-48; a negative value counts 0). It is called on the
+// publish path, from any goroutine. It never waits for the Controller, does
+// no I/O, and on its common path takes no lock and does not allocate: it
+// finds the project's counter in a concurrent map and adds the publish and
+// its bytes to it with one atomic add. It takes the Batcher mutex only for
+// the first publish of a project since its counter was last removed (which
+// allocates the counter), when the project's pending count reaches
+// Config.UsageThreshold (it then wakes the usage goroutine without
+// waiting), and, rarely, to move a counter's fields before they overflow.
 //
 // An empty projectID (a token without a project, OQ-35) is not counted, nor
-// is anything after Close.
+// is anything after Close. A publish is counted in exactly one report: a
+// report takes a project's publish count and bytes together, so a publish
+// recorded while a report is taken is in that report or in the next.
 func (b *Batcher) RecordPublish(projectID string, dataJSONBytes int) {
-	if projectID == "" {
+	if projectID == "" || b.usageShut.Load() {
 		return
 	}
-	kick := false
-	b.umu.Lock()
-	if !b.usageShut {
-		u := b.pending[projectID]
-		u.count++
-		u.bytes += int64(max(dataJSONBytes, 0))
-		if u.count >= int64(b.cfg.UsageThreshold) && !u.due && !b.usagePause {
-			u.due = true
-			b.due = append(b.due, projectID)
-			kick = true
+	size := uint64(max(dataJSONBytes, 0))
+	if size < fastMaxBytes {
+		if v, ok := b.counters.Load(projectID); ok && b.add(v.(*counter), size) {
+			return
 		}
-		b.pending[projectID] = u
 	}
+	b.recordSlow(projectID, size)
+}
+
+// add counts one publish of size bytes (below fastMaxBytes) in c, the
+// counter RecordPublish loaded, with one atomic add, and then takes the
+// mutex only to move a word about to overflow or to queue c for its
+// threshold report. It returns false, having counted nothing, when c was
+// retired after the load: the caller counts the publish again under the
+// mutex.
+func (b *Batcher) add(c *counter, size uint64) bool {
+	w := c.word.Add(wordOnePublish | size)
+	switch {
+	case w&wordRetired != 0:
+		return false // this add to a retired word is ignored
+	case wordCount(w) >= spillCount || wordBytes(w) >= spillBytes:
+		b.spill(c)
+	case c.due.Load() ||
+		wordCount(w)+c.carryCount.Load() < int64(b.cfg.UsageThreshold) ||
+		b.usagePause.Load():
+	default:
+		b.markDue(c)
+	}
+	return true
+}
+
+// recordSlow is RecordPublish under the mutex: for a project without a
+// counter, a counter retired under the caller, or an oversized publish.
+func (b *Batcher) recordSlow(projectID string, size uint64) {
+	b.umu.Lock()
+	if b.usageShut.Load() {
+		b.umu.Unlock()
+		return
+	}
+	c := b.counterLocked(projectID)
+	if size < fastMaxBytes {
+		c.word.Add(wordOnePublish | size)
+	} else {
+		c.carryCount.Add(1)
+		c.carryBytes += int64(size)
+	}
+	kick := b.checkLocked(c)
 	b.umu.Unlock()
 	if kick {
-		select {
-		case b.usageKick <- struct{}{}:
-		default:
-		}
+		b.kickUsage()
+	}
+}
+
+// spill moves c's word into its carry, before a field of the word can
+// overflow, then checks the threshold as RecordPublish would have.
+func (b *Batcher) spill(c *counter) {
+	b.umu.Lock()
+	if c.word.Load()&wordRetired != 0 {
+		// Taken by a report and retired meanwhile: nothing to move.
+		b.umu.Unlock()
+		return
+	}
+	w := c.word.Swap(0)
+	c.carryCount.Add(wordCount(w))
+	c.carryBytes += wordBytes(w)
+	kick := b.checkLocked(c)
+	b.umu.Unlock()
+	if kick {
+		b.kickUsage()
+	}
+}
+
+// markDue queues c for a threshold report if it is still due once under
+// the mutex.
+func (b *Batcher) markDue(c *counter) {
+	b.umu.Lock()
+	kick := b.checkLocked(c)
+	b.umu.Unlock()
+	if kick {
+		b.kickUsage()
+	}
+}
+
+// checkLocked appends c to due when its pending count has reached the
+// threshold, it is not due already, threshold reports are not paused and
+// the Batcher is open; it reports whether it did, so that the caller wakes
+// the usage goroutine once it has released umu. Callers hold umu.
+func (b *Batcher) checkLocked(c *counter) bool {
+	w := c.word.Load()
+	if w&wordRetired != 0 || c.due.Load() || b.usagePause.Load() || b.usageShut.Load() {
+		return false
+	}
+	if wordCount(w)+c.carryCount.Load() < int64(b.cfg.UsageThreshold) {
+		return false
+	}
+	c.due.Store(true)
+	b.due = append(b.due, c)
+	return true
+}
+
+// counterLocked returns the counter of projectID, creating it if needed.
+// Callers hold umu.
+func (b *Batcher) counterLocked(projectID string) *counter {
+	if v, ok := b.counters.Load(projectID); ok {
+		return v.(*counter)
+	}
+	c := &counter{id: projectID}
+	b.counters.Store(projectID, c)
+	return c
+}
+
+// kickUsage wakes the usage goroutine for the threshold reports, without
+// waiting.
+func (b *Batcher) kickUsage() {
+	select {
+	case b.usageKick <- struct{}{}:
+	default:
 	}
 }
 
@@ -343,11 +511,19 @@ func (b *Batcher) RecordWebhookFailure(f WebhookFailure) {
 	}
 }
 
-// Stats returns the current counters. It is safe to call at any time.
+// Stats returns the current counters. It is safe to call at any time and
+// takes no lock; PendingProjects is counted by a walk over the projects'
+// counters, so it costs in proportion to the projects that published
+// recently.
 func (b *Batcher) Stats() Stats {
-	b.umu.Lock()
-	pending := len(b.pending)
-	b.umu.Unlock()
+	pending := 0
+	b.counters.Range(func(_, v any) bool {
+		c := v.(*counter)
+		if w := c.word.Load(); w&wordRetired == 0 && (w != 0 || c.carryCount.Load() != 0) {
+			pending++
+		}
+		return true
+	})
 	blocked := 0
 	if s := b.blocked.Load(); s != nil {
 		blocked = len(*s)
@@ -380,7 +556,7 @@ func (b *Batcher) Close(ctx context.Context) error {
 	if !b.closed {
 		b.closed = true
 		b.umu.Lock()
-		b.usageShut = true
+		b.usageShut.Store(true)
 		b.umu.Unlock()
 		b.smu.Lock()
 		b.subsShut = true
@@ -418,14 +594,14 @@ func (b *Batcher) usageLoop() {
 	for {
 		select {
 		case <-b.stop:
-			b.flushUsage(false)
+			b.flushUsage(false, true)
 			return
 		case <-tick.C:
-			b.flushUsage(true)
+			b.flushUsage(true, false)
 		case <-b.usageKick:
 			b.flushDue()
 		case done := <-b.flushReq:
-			b.flushUsage(true)
+			b.flushUsage(true, false)
 			close(done)
 		}
 	}
@@ -437,13 +613,12 @@ func (b *Batcher) usageLoop() {
 func (b *Batcher) flushDue() {
 	b.umu.Lock()
 	batch := b.usageBuf[:0]
-	for _, id := range b.due {
-		u, ok := b.pending[id]
-		if !ok || !u.due {
+	for _, c := range b.due {
+		if !c.due.Load() {
 			continue // taken by an interval report meanwhile
 		}
-		batch = append(batch, UsageEntry{ProjectID: id, Count: u.count, TotalBytes: u.bytes})
-		delete(b.pending, id)
+		count, bytes := c.take(0)
+		batch = append(batch, UsageEntry{ProjectID: c.id, Count: count, TotalBytes: bytes})
 	}
 	clear(b.due)
 	b.due = b.due[:0]
@@ -460,17 +635,35 @@ func (b *Batcher) flushDue() {
 // flushUsage reports every project with pending counts in one call. When
 // nothing is pending and refresh is set, it reports an empty batch if the
 // blocked set is non-empty, so that projects that upgraded get unblocked.
-func (b *Batcher) flushUsage(refresh bool) {
+// It removes the counters it finds idle, and with final (the report of
+// Close, made once RecordPublish refuses new counts) every counter, retired
+// as it is taken so that a publish recorded concurrently is either in this
+// report or not counted at all.
+func (b *Batcher) flushUsage(refresh, final bool) {
 	b.umu.Lock()
 	batch := b.usageBuf[:0]
-	for id, u := range b.pending {
-		batch = append(batch, UsageEntry{ProjectID: id, Count: u.count, TotalBytes: u.bytes})
-	}
-	if len(b.pending) > shrinkAbove {
-		b.pending = make(map[string]usage)
-	} else {
-		clear(b.pending)
-	}
+	b.counters.Range(func(_, v any) bool {
+		c := v.(*counter)
+		if final {
+			count, bytes := c.take(wordRetired)
+			b.counters.Delete(c.id)
+			if count != 0 {
+				batch = append(batch, UsageEntry{ProjectID: c.id, Count: count, TotalBytes: bytes})
+			}
+			return true
+		}
+		count, bytes := c.take(0)
+		switch {
+		case count != 0:
+			batch = append(batch, UsageEntry{ProjectID: c.id, Count: count, TotalBytes: bytes})
+		case c.word.CompareAndSwap(0, wordRetired):
+			// Idle since the previous take, and still: a publish that
+			// loaded c before the Delete sees it retired and counts
+			// itself again under umu, in a new counter.
+			b.counters.Delete(c.id)
+		}
+		return true
+	})
 	clear(b.due)
 	b.due = b.due[:0]
 	b.umu.Unlock()
@@ -501,7 +694,7 @@ func (b *Batcher) reportUsage(entries []UsageEntry) bool {
 	}
 	b.usageReports.Add(1)
 	b.umu.Lock()
-	b.usagePause = false
+	b.usagePause.Store(false)
 	b.umu.Unlock()
 	if replace {
 		b.setBlocked(blocked)
@@ -514,12 +707,11 @@ func (b *Batcher) reportUsage(entries []UsageEntry) bool {
 func (b *Batcher) restore(entries []UsageEntry) {
 	b.umu.Lock()
 	defer b.umu.Unlock()
-	b.usagePause = true
+	b.usagePause.Store(true)
 	for _, e := range entries {
-		u := b.pending[e.ProjectID]
-		u.count += e.Count
-		u.bytes += e.TotalBytes
-		b.pending[e.ProjectID] = u
+		c := b.counterLocked(e.ProjectID)
+		c.carryCount.Add(e.Count)
+		c.carryBytes += e.TotalBytes
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -531,4 +532,44 @@ func BenchmarkBlocked(b *testing.B) {
 			_ = bt.Blocked("proj")
 		}
 	})
+}
+
+// BenchmarkRecordPublishParallel measures RecordPublish from GOMAXPROCS
+// goroutines at once (run it with -cpu 1,2,4,8): each goroutine publishes to
+// one of projects projects, never reaching the threshold (no_reports), or
+// reaching it every 100 publishes of a project with the usage goroutine
+// taking the counts meanwhile (threshold_reports, a Controller that accepts
+// everything).
+func BenchmarkRecordPublishParallel(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		projects  int
+		threshold int
+	}{
+		{name: "no_reports/1_project", projects: 1, threshold: 1 << 30},
+		{name: "no_reports/16_projects", projects: 16, threshold: 1 << 30},
+		{name: "threshold_reports/1_project", projects: 1, threshold: 100},
+		{name: "threshold_reports/16_projects", projects: 16, threshold: 100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			bt := control.New(control.Config{UsageThreshold: c.threshold, UsageInterval: never})
+			bt.Start()
+			defer func() { _ = bt.Close(context.Background()) }()
+			ids := make([]string, c.projects)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("project-%02d", i)
+				bt.RecordPublish(ids[i], 0)
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1))
+				for pb.Next() {
+					bt.RecordPublish(ids[i%len(ids)], 28)
+					i++
+				}
+			})
+		})
+	}
 }

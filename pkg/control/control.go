@@ -68,8 +68,9 @@ type UsageEntry struct {
 	// its fan-out (MQTT publishes included).
 	Count int64 `json:"count"`
 	// TotalBytes is the sum of the lengths in bytes of the compact JSON
-	// rendering of each publish's data (wire.AppendJSON,
-	// protocol-decisions.md OQ-48), not of its MessagePack size.
+	// rendering of each publish's data (wire.AppendJSON, whose length
+	// wire.JSONLen computes; protocol-decisions.md OQ-48), not of its
+	// MessagePack size.
 	TotalBytes int64 `json:"totalBytes"`
 }
 

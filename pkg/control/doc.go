@@ -32,8 +32,12 @@
 //   - RecordPublish and Blocked are called on the publish path, by the
 //     goroutine that handles the publish (a netpoll reader, an MQTT reader,
 //     an internal publish), for every accepted publish and before the ACL
-//     check respectively (§6.12). Blocked takes no lock; RecordPublish takes
-//     one short mutex and never waits for the backend.
+//     check respectively (§6.12). Blocked takes no lock. RecordPublish
+//     never waits for the backend and on its common path takes no lock
+//     either: one atomic add to the project's counter, found in a
+//     concurrent map; the Batcher mutex only for a project's first publish
+//     since its counter was last removed and when a project reaches
+//     UsageThreshold.
 //   - RecordSubscription is called on a connection's read path for each
 //     live subscribe, setFilters and unsubscribe (§5.2); it never waits.
 //   - RecordWebhookFailure is the OnFailure of webhook.Dispatcher, called
@@ -44,12 +48,13 @@
 // usage (threshold, interval, refresh and final reports), subscriptions and
 // webhook failures, so a slow endpoint delays only its own kind of report.
 // Each call is bounded by Config.Timeout. The queues are bounded: the
-// pending usage map by the number of projects, the subscription and
-// failure queues by Config.SubscriptionQueue and Config.FailureQueue (each
-// up to twice that while a report is in flight). Close stops the records,
-// makes the final reports within its context and returns once the three
-// goroutines have exited; calls still in flight when the context ends are
-// cancelled, which a Controller must honour promptly.
+// usage counters by the number of projects that published within about one
+// UsageInterval (an interval report removes the counters it finds idle),
+// the subscription and failure queues by Config.SubscriptionQueue and
+// Config.FailureQueue (each up to twice that while a report is in flight).
+// Close stops the records, makes the final reports within its context and
+// returns once the three goroutines have exited; calls still in flight when
+// the context ends are cancelled, which a Controller must honour promptly.
 //
 // # Example
 //
@@ -61,6 +66,6 @@
 //	defer b.Close(shutdownCtx)
 //	...
 //	if b.Blocked(grant.ProjectID) { /* 42920 monthly_quota_exceeded */ }
-//	js, _ := wire.AppendJSON(buf[:0], cmd.Data)
-//	b.RecordPublish(grant.ProjectID, len(js))
+//	n, _ := wire.JSONLen(cmd.Data) // len(wire.AppendJSON(nil, cmd.Data))
+//	b.RecordPublish(grant.ProjectID, n)
 package control

@@ -18,37 +18,45 @@ import (
 // drop and count when full.
 
 // jsonPool holds the buffers data is rendered to JSON in, once per publish
-// when a control plane or a trigger webhook needs it.
+// that has a trigger webhook.
 var jsonPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // afterPublish counts an accepted publish for the control plane and fires
-// its trigger webhook (protocol.md §3.3 steps 8 and 10). data is rendered
-// to JSON at most once, and only when one of them needs it.
+// its trigger webhook (protocol.md §3.3 steps 8 and 10). The control plane
+// counts the length of data's JSON rendering (§5.2, OQ-48): without a
+// trigger webhook that length is computed (wire.JSONLen) and nothing is
+// rendered; with one, data is rendered once, for the webhook body, and the
+// control plane counts that rendering.
 func (p *Protocol) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff string, data []byte) {
 	topicName := webhook.TopicName(pattern)
 	var hook *auth.Webhook
 	if p.cfg.Webhooks != nil {
 		hook = g.App(res.AppID).TriggerFor(topicName)
 	}
-	if p.cfg.Control == nil && hook == nil {
+	if hook == nil {
+		if p.cfg.Control != nil {
+			n, err := wire.JSONLen(data)
+			if err != nil {
+				n = len("null") // data was validated on decode; this cannot happen
+			}
+			p.cfg.Control.RecordPublish(g.ProjectID, n)
+		}
 		return
 	}
 	bp := jsonPool.Get().(*[]byte)
 	js, err := wire.AppendJSON((*bp)[:0], data)
 	if err != nil {
-		js = append(js[:0], "null"...) // data was validated on decode; this cannot happen
+		js = append(js[:0], "null"...) // as above
 	}
 	if p.cfg.Control != nil {
 		p.cfg.Control.RecordPublish(g.ProjectID, len(js))
 	}
-	if hook != nil {
-		p.cfg.Webhooks.Trigger(webhook.TriggerRequest{
-			Webhook: hook, OrganizationID: g.OrganizationID, ProjectID: g.ProjectID,
-			AppID: res.AppID, RoomID: res.RoomID, ActorID: g.ActorTokenID,
-			RoomName: webhook.RoomName(g.Rules, res, eff, g.ScopeSlug), TopicName: topicName,
-			Scope: scopeOf(g), Data: data, DataJSON: js, // Trigger copies both
-		})
-	}
+	p.cfg.Webhooks.Trigger(webhook.TriggerRequest{
+		Webhook: hook, OrganizationID: g.OrganizationID, ProjectID: g.ProjectID,
+		AppID: res.AppID, RoomID: res.RoomID, ActorID: g.ActorTokenID,
+		RoomName: webhook.RoomName(g.Rules, res, eff, g.ScopeSlug), TopicName: topicName,
+		Scope: scopeOf(g), Data: data, DataJSON: js, // Trigger copies both
+	})
 	*bp = js[:0]
 	jsonPool.Put(bp)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -24,8 +25,8 @@ const (
 // It is the conversion of protocol-decisions.md OQ-1 for the places that need
 // JSON: the `data` of trigger webhook bodies (protocol.md §5.3) and the usage
 // byte count, totalBytes being the length of this rendering
-// (protocol.md §5.2, OQ-48). The raw msgpack that clients receive is never
-// touched (D-4).
+// (protocol.md §5.2, OQ-48; JSONLen computes that length without
+// rendering). The raw msgpack that clients receive is never touched (D-4).
 //
 // Rendering, type by type:
 //
@@ -76,15 +77,31 @@ const (
 // capacity in dst it does not allocate. It is safe for concurrent use on
 // distinct dst.
 func AppendJSON(dst, msgpackValue []byte) ([]byte, error) {
-	start := len(dst)
-	out, err := appendMsgpackJSON(dst, msgpackValue)
+	out, _, err := renderJSON[appendJSONMode](dst, msgpackValue)
 	if err != nil {
-		return out[:start], err
+		return out[:len(dst)], err
 	}
 	return out, nil
 }
 
-// jsonFrame is an open map or array during AppendJSON.
+// JSONLen returns the length in bytes of the compact JSON rendering of
+// msgpackValue, len(AppendJSON(nil, msgpackValue)), and the error AppendJSON
+// gives for the same input (a *DecodeError with the same Reason; the length
+// is 0 then). It is the usage byte count of protocol.md §5.2 (OQ-48) for a
+// caller that needs only the size: it walks the value as AppendJSON does,
+// on the same fixed stack and without recursion, but counts instead of
+// writing, so it never allocates (a float is formatted into a buffer on the
+// stack to learn its length; every other length is computed). It is safe
+// for concurrent use.
+func JSONLen(msgpackValue []byte) (int, error) {
+	_, n, err := renderJSON[measureJSONMode](nil, msgpackValue)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// jsonFrame is an open map or array during renderJSON.
 type jsonFrame struct {
 	// left is the number of values still to render, two per map entry: in a
 	// map an even left means the next value is a key.
@@ -92,63 +109,103 @@ type jsonFrame struct {
 	isMap bool
 }
 
-// appendMsgpackJSON is AppendJSON without the reset of dst on failure.
-func appendMsgpackJSON(out, b []byte) ([]byte, error) {
+// jsonMode is what renderJSON does with the rendering: appendJSONMode
+// appends it to out (AppendJSON), measureJSONMode only adds up its length
+// (JSONLen). The two have distinct underlying types on purpose: generic
+// code is compiled once per underlying type (GC shape), so each mode gets
+// its own copy of renderJSON in which the mode is a constant and the code
+// of the other mode is compiled away; the copy that appends is the walker
+// AppendJSON had before JSONLen shared it, with no test of the mode.
+type (
+	appendJSONMode  uint8
+	measureJSONMode uint16
+	jsonMode        interface {
+		appendJSONMode | measureJSONMode
+	}
+)
+
+// renderJSON is the walker of AppendJSON and JSONLen: it walks b, which
+// must hold exactly one MessagePack value, and in appendJSONMode appends
+// its JSON rendering to out, in measureJSONMode leaves out alone and
+// returns the length of the rendering in n. The errors are AppendJSON's; on
+// failure out may hold part of the rendering.
+func renderJSON[M jsonMode](out, b []byte) (_ []byte, n int, _ error) {
+	measure := ^M(0) != 0xff // a constant in each copy: true for measureJSONMode
 	var fixed [MaxDataDepth]jsonFrame
 	stack := fixed[:0]
 	pos := 0
 	for {
 		isKey := false
-		if n := len(stack); n > 0 {
-			isKey = stack[n-1].isMap && stack[n-1].left%2 == 0
+		if depth := len(stack); depth > 0 {
+			isKey = stack[depth-1].isMap && stack[depth-1].left%2 == 0
 		}
 		size, items, container, reason := valueHead(b[pos:])
 		if reason != "" {
-			return out, &DecodeError{Reason: reason}
+			return out, n, &DecodeError{Reason: reason}
 		}
 		switch {
 		case container && isKey:
 			// The key is at level len(stack)+1.
-			n, reason := validate(b[pos:], MaxDataDepth-len(stack))
+			size, reason := validate(b[pos:], MaxDataDepth-len(stack))
 			if reason != "" {
 				if reason == reasonTooDeep {
 					reason = reasonDataTooDeep
 				}
-				return out, &DecodeError{Reason: reason}
+				return out, n, &DecodeError{Reason: reason}
 			}
-			out = append(out, '"')
-			out = base64.StdEncoding.AppendEncode(out, b[pos:pos+n])
-			out = append(out, '"')
-			pos += n
+			if measure {
+				n += 2 + base64.StdEncoding.EncodedLen(size)
+			} else {
+				out = appendBase64String(out, b[pos:pos+size])
+			}
+			pos += size
 		case container:
 			if len(stack) == MaxDataDepth {
-				return out, &DecodeError{Reason: reasonDataTooDeep}
+				return out, n, &DecodeError{Reason: reasonDataTooDeep}
 			}
 			isMap := isMapHead(b[pos])
 			pos += size
 			// Every value takes at least one byte.
 			if items > uint64(len(b)-pos) {
-				return out, &DecodeError{Reason: reasonTruncated}
+				return out, n, &DecodeError{Reason: reasonTruncated}
 			}
 			open, closing := byte('['), byte(']')
 			if isMap {
 				open, closing = '{', '}'
 			}
-			out = append(out, open)
 			if items > 0 {
+				if measure {
+					n++
+				} else {
+					out = append(out, open)
+				}
 				stack = append(stack, jsonFrame{left: items, isMap: isMap})
 				continue
 			}
-			out = append(out, closing)
+			if measure {
+				n += 2
+			} else {
+				out = append(out, open, closing)
+			}
 		default:
-			keyStart := len(out)
-			out = appendJSONScalar(out, b[pos:pos+size])
-			if isKey && out[keyStart] != '"' {
-				// A number, bool or null: plain ASCII that needs no escaping.
-				out = append(out, 0)
-				copy(out[keyStart+1:], out[keyStart:len(out)-1])
-				out[keyStart] = '"'
-				out = append(out, '"')
+			v := b[pos : pos+size]
+			if measure {
+				vn, isString := jsonScalarLen(v)
+				if isKey && !isString {
+					vn += 2 // quoted, see below
+				}
+				n += vn
+			} else {
+				keyStart := len(out)
+				out = appendJSONScalar(out, v)
+				if isKey && out[keyStart] != '"' {
+					// A number, bool or null: plain ASCII that needs no
+					// escaping.
+					out = append(out, 0)
+					copy(out[keyStart+1:], out[keyStart:len(out)-1])
+					out[keyStart] = '"'
+					out = append(out, '"')
+				}
 			}
 			pos += size
 		}
@@ -157,24 +214,32 @@ func appendMsgpackJSON(out, b []byte) ([]byte, error) {
 		for {
 			if len(stack) == 0 {
 				if pos != len(b) {
-					return out, &DecodeError{Reason: reasonJSONTrailing}
+					return out, n, &DecodeError{Reason: reasonJSONTrailing}
 				}
-				return out, nil
+				return out, n, nil
 			}
 			top := &stack[len(stack)-1]
 			top.left--
 			if top.left > 0 {
+				sep := byte(',')
 				if top.isMap && top.left%2 == 1 {
-					out = append(out, ':')
+					sep = ':'
+				}
+				if measure {
+					n++
 				} else {
-					out = append(out, ',')
+					out = append(out, sep)
 				}
 				break
 			}
+			closing := byte(']')
 			if top.isMap {
-				out = append(out, '}')
+				closing = '}'
+			}
+			if measure {
+				n++
 			} else {
-				out = append(out, ']')
+				out = append(out, closing)
 			}
 			stack = stack[:len(stack)-1]
 		}
@@ -363,4 +428,185 @@ func appendJSONFloat(out []byte, f float64, bits int) []byte {
 		}
 	}
 	return out
+}
+
+// jsonScalarLen is len(appendJSONScalar(nil, v)), computed without
+// rendering (a float excepted, formatted on the stack); isString reports
+// whether the rendering is a JSON string (str, bin and ext values).
+func jsonScalarLen(v []byte) (n int, isString bool) {
+	lead := v[0]
+	switch {
+	case lead <= 0x7f: // positive fixint
+		return decimalLen(uint64(lead)), false
+	case lead >= 0xe0: // negative fixint
+		return signedLen(int64(int8(lead))), false
+	case lead >= 0xa0 && lead <= 0xbf: // fixstr
+		return jsonStringLen(v[1:]), true
+	}
+	switch lead {
+	case 0xc0:
+		return len("null"), false
+	case 0xc2:
+		return len("false"), false
+	case 0xc3:
+		return len("true"), false
+	case 0xc4: // bin8
+		return jsonBinLen(v[2:]), true
+	case 0xc5: // bin16
+		return jsonBinLen(v[3:]), true
+	case 0xc6: // bin32
+		return jsonBinLen(v[5:]), true
+	case 0xd9: // str8
+		return jsonStringLen(v[2:]), true
+	case 0xda: // str16
+		return jsonStringLen(v[3:]), true
+	case 0xdb: // str32
+		return jsonStringLen(v[5:]), true
+	case 0xc7: // ext8: length, type, payload
+		return jsonExtLen(int8(v[2]), v[3:]), true
+	case 0xc8: // ext16
+		return jsonExtLen(int8(v[3]), v[4:]), true
+	case 0xc9: // ext32
+		return jsonExtLen(int8(v[5]), v[6:]), true
+	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16
+		return jsonExtLen(int8(v[1]), v[2:]), true
+	case 0xca:
+		return jsonFloatLen(float64(math.Float32frombits(binary.BigEndian.Uint32(v[1:]))), 32), false
+	case 0xcb:
+		return jsonFloatLen(math.Float64frombits(binary.BigEndian.Uint64(v[1:])), 64), false
+	case 0xcc:
+		return decimalLen(uint64(v[1])), false
+	case 0xcd:
+		return decimalLen(uint64(binary.BigEndian.Uint16(v[1:]))), false
+	case 0xce:
+		return decimalLen(uint64(binary.BigEndian.Uint32(v[1:]))), false
+	case 0xcf:
+		return decimalLen(binary.BigEndian.Uint64(v[1:])), false
+	case 0xd0:
+		return signedLen(int64(int8(v[1]))), false
+	case 0xd1:
+		return signedLen(int64(int16(binary.BigEndian.Uint16(v[1:])))), false
+	case 0xd2:
+		return signedLen(int64(int32(binary.BigEndian.Uint32(v[1:])))), false
+	default: // 0xd3 int64; valueHead admits nothing else here
+		return signedLen(int64(binary.BigEndian.Uint64(v[1:]))), false
+	}
+}
+
+// pow10 holds 10^i at index i, except 0 at index 0, for decimalLen.
+var pow10 = [20]uint64{
+	0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+}
+
+// decimalLen is the number of decimal digits of u, 1 for 0.
+func decimalLen(u uint64) int {
+	// t = ⌊bitlen·log10(2)⌋ (1233/4096 is close enough to log10(2) for
+	// every bit length up to 64), and a number of that bit length has t or
+	// t+1 digits: t when it is below 10^t (pow10[0] is 0, so that 0 gets
+	// one digit).
+	t := bits.Len64(u) * 1233 >> 12
+	if u < pow10[t] {
+		return t
+	}
+	return t + 1
+}
+
+// signedLen is the length of the decimal rendering of v, its sign included.
+func signedLen(v int64) int {
+	if v < 0 {
+		return 1 + decimalLen(uint64(-v)) // -MinInt64 wraps to its magnitude
+	}
+	return decimalLen(uint64(v))
+}
+
+// jsonStringLen is len(appendJSONString(nil, s)).
+func jsonStringLen(s []byte) int {
+	n := 2 + len(s) // the quotes and every byte written as itself
+	for i := 0; i < len(s); {
+		// Skip eight bytes at a time while none of them is escaped or
+		// starts a multi-byte sequence: most text.
+		for i+8 <= len(s) && !mayEscape(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				switch c {
+				case '"', '\\', '\n', '\r', '\t', '\b', '\f':
+					n++ // a backslash and the character
+				default:
+					n += len(`\u0000`) - 1
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += len(`\ufffd`) - 1
+		}
+		i += size
+	}
+	return n
+}
+
+// Bytes of eight ones and of eight 0x80, for mayEscape.
+const (
+	eachByte1    = 0x0101010101010101
+	eachByteHigh = 0x8080808080808080
+)
+
+// mayEscape reports whether any of the eight bytes in x is below 0x20, '"',
+// '\\' or not ASCII: those appendJSONString escapes or decodes as UTF-8.
+func mayEscape(x uint64) bool {
+	// The classic SWAR tests: (v - k*eachByte1) &^ v has the high bit of a
+	// byte set when that byte of v is below k (borrows only add false
+	// positives above a true one), provided no byte of v has its high bit
+	// set; x's own high bits are in the result, which is true then anyway.
+	quote, backslash := x^('"'*eachByte1), x^('\\'*eachByte1)
+	return ((x-0x20*eachByte1)&^x|
+		(quote-eachByte1)&^quote|
+		(backslash-eachByte1)&^backslash|
+		x)&eachByteHigh != 0
+}
+
+// jsonBinLen is len(appendJSONBin(nil, p)).
+func jsonBinLen(p []byte) int {
+	if utf8.Valid(p) {
+		return jsonStringLen(p)
+	}
+	return 2 + base64.StdEncoding.EncodedLen(len(p))
+}
+
+// jsonExtLen is len(appendJSONExt(nil, typ, p)).
+func jsonExtLen(typ int8, p []byte) int {
+	if typ == -1 {
+		if _, nsec, ok := timestamp(p); ok {
+			// "YYYY-MM-DDThh:mm:ssZ" (timestamp keeps the year to four
+			// digits) and the quotes, plus '.' and the nanoseconds
+			// without their trailing zeros when there are any.
+			n := 2 + len("2006-01-02T15:04:05Z")
+			if nsec != 0 {
+				digits := 9
+				for nsec%10 == 0 {
+					nsec /= 10
+					digits--
+				}
+				n += 1 + digits
+			}
+			return n
+		}
+	}
+	return 2 + base64.StdEncoding.EncodedLen(len(p))
+}
+
+// jsonFloatLen is len(appendJSONFloat(nil, f, bitSize)). The longest rendering
+// is 25 bytes, so the stack buffer never grows.
+func jsonFloatLen(f float64, bitSize int) int {
+	var tmp [32]byte
+	return len(appendJSONFloat(tmp[:0], f, bitSize))
 }

@@ -245,8 +245,12 @@ func FuzzAppendJSON(f *testing.F) {
 	})
 }
 
-func BenchmarkAppendJSON(b *testing.B) {
-	cases := []struct {
+// jsonBenchCases are the inputs of BenchmarkAppendJSON and BenchmarkJSONLen.
+func jsonBenchCases() []struct {
+	name string
+	give []byte
+} {
+	return []struct {
 		name string
 		give []byte
 	}{
@@ -259,7 +263,10 @@ func BenchmarkAppendJSON(b *testing.B) {
 		{name: "deep", give: deepData(MaxDataDepth)},
 		{name: "text_4KiB", give: enc(string(bytes.Repeat([]byte("lorem ipsum "), 341)))},
 	}
-	for _, c := range cases {
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	for _, c := range jsonBenchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			dst := make([]byte, 0, 8192)
 			b.ReportAllocs()
