@@ -12,13 +12,26 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control"
 )
 
+// failMode is how a tallyController fails ReportUsage calls.
+type failMode int32
+
+const (
+	// failScripted fails every failEvery-th call (never when failEvery is
+	// 0); it is the mode of a new tallyController.
+	failScripted failMode = iota
+	// failAll fails every call.
+	failAll
+	// failNone fails no call, whatever the call's number.
+	failNone
+)
+
 // tallyController is an in-process Controller that sums the usage it
-// accepts per project and fails every failEvery-th ReportUsage call (never
-// when 0) or every call while failAll is set. It checks each entry with
-// check as it arrives.
+// accepts per project and fails ReportUsage calls as its mode says
+// (failScripted, failAll, failNone; set with setMode). It checks each entry
+// with check as it arrives.
 type tallyController struct {
 	failEvery int64
-	failAll   atomic.Bool
+	mode      atomic.Int32 // a failMode
 	check     func(control.UsageEntry) error
 
 	calls atomic.Int64
@@ -33,8 +46,13 @@ func newTallyController(failEvery int64, check func(control.UsageEntry) error) *
 
 func (c *tallyController) ReportUsage(_ context.Context, entries []control.UsageEntry) ([]string, bool, error) {
 	n := c.calls.Add(1)
-	if c.failAll.Load() || c.failEvery > 0 && n%c.failEvery == 0 {
-		return nil, false, errors.New("scripted failure")
+	switch failMode(c.mode.Load()) {
+	case failAll:
+		return nil, false, errors.New("scripted failure (all calls)")
+	case failScripted:
+		if c.failEvery > 0 && n%c.failEvery == 0 {
+			return nil, false, errors.New("scripted failure (every failEvery-th call)")
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -54,6 +72,9 @@ func (c *tallyController) ReportUsage(_ context.Context, entries []control.Usage
 	}
 	return nil, n%3 == 1, nil
 }
+
+// setMode makes the calls from now on fail as m says.
+func (c *tallyController) setMode(m failMode) { c.mode.Store(int32(m)) }
 
 func (c *tallyController) ReportSubscriptions(context.Context, []control.SubscriptionChange) error {
 	return nil
@@ -94,7 +115,9 @@ func stressSize(project string) int64 {
 // counts restored) and Stats run concurrently, then checks that no publish
 // was lost or counted twice: what the control plane accepted plus what is
 // still pending is what was recorded, and each report carried exactly the
-// bytes of the publishes it counted. Meaningful under -race.
+// bytes of the publishes it counted. Last, a failed interval report leaves
+// counts restored, and Close's final report must deliver them all.
+// Meaningful under -race.
 func TestRecordPublishStress(t *testing.T) {
 	projects := []string{"p0", "p1", "proj-2", "project-3"}
 	const goroutines, each = 8, 20_000
@@ -167,14 +190,26 @@ func TestRecordPublishStress(t *testing.T) {
 	close(stop)
 	background.Wait()
 
+	// From here every report fails until Close. One more publish of each
+	// project, so that the failing report below always has counts to
+	// restore and Close always has restored counts to deliver (the last
+	// background report often took everything); a threshold report that
+	// takes one of them fails too and restores it.
+	ctrl.setMode(failAll)
+	for _, project := range projects {
+		b.RecordPublish(project, int(stressSize(project)))
+		count(project)
+	}
 	// Fail the last interval report: every count not delivered is pending
 	// again, and no report is in flight once FlushUsage returns (reports
 	// are made only by the usage goroutine, which runs FlushUsage).
-	ctrl.failAll.Store(true)
 	b.FlushUsage()
 	pending := map[string]control.UsageEntry{}
 	for _, e := range b.PendingUsage() {
 		pending[e.ProjectID] = e
+	}
+	if len(pending) == 0 {
+		t.Fatal("nothing pending after the failed report: want the last publishes restored")
 	}
 	got, errs := ctrl.delivered()
 	for _, err := range errs {
@@ -190,17 +225,26 @@ func TestRecordPublishStress(t *testing.T) {
 		}
 		return true
 	})
-	if total != goroutines*each {
-		t.Fatalf("recorded %d publishes, want %d", total, goroutines*each)
+	if want := int64(goroutines*each + len(projects)); total != want {
+		t.Fatalf("recorded %d publishes, want %d", total, want)
 	}
-	if s := b.Stats(); s.UsageReports == 0 || s.UsageFailures < 2 {
-		t.Fatalf("Stats = %+v: want reports and failures during the run", s)
+	before := b.Stats()
+	if before.UsageReports == 0 || before.UsageFailures < 2 {
+		t.Fatalf("Stats = %+v: want reports and failures during the run", before)
 	}
 
-	// Close delivers the rest.
-	ctrl.failAll.Store(false)
+	// Close delivers the rest, in one final report that the controller
+	// accepts. failNone, not failScripted: the final report is a call like
+	// any other, and every failEvery-th call fails in failScripted; a
+	// failed final report leaves its counts undelivered and pending (Close
+	// reports once, best effort), which the checks below would take for
+	// lost publishes.
+	ctrl.setMode(failNone)
 	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if s := b.Stats(); s.UsageReports != before.UsageReports+1 || s.UsageFailures != before.UsageFailures {
+		t.Errorf("Stats after Close = %+v, before %+v: want exactly one more report, the final one, and no more failures", s, before)
 	}
 	got, _ = ctrl.delivered()
 	recorded.Range(func(k, v any) bool {
