@@ -45,7 +45,9 @@ func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard b
 	}
 	id := c.t.(Acker).Acquire()
 	if id == nil {
-		c.w.h.stats.slow[SlowInflight].Add(1)
+		if !c.Closing() { // counted once per connection, not per refused delivery
+			c.w.h.stats.slow[SlowInflight].Add(1)
+		}
 		c.closeWith(disconnect.New(disconnect.SlowConsumer))
 		return
 	}

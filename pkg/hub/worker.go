@@ -410,19 +410,27 @@ func (w *worker) releaseAll() {
 // linger is what the sweep knew of a closing connection whose release it
 // put off.
 type linger struct {
-	since  int64  // unix ns of the first put-off
-	sent   uint32 // Conn.sent then
-	unsent int    // the bytes its socket had not sent then
+	since    int64  // unix ns of the first put-off
+	progress int64  // unix ns bytes last moved (or of the first put-off)
+	sent     uint32 // Conn.sent then
+	unsent   int    // the bytes its socket had not sent then
 }
 
+// maxLinger bounds how long a closing connection is kept for a peer that
+// is still reading, in units of Config.WriteTimeout.
+const maxLinger = 10
+
 // lingerOn reports whether closing connection c, whose close deadline has
-// passed at ns, is still being read by its peer, and then puts its release
-// off by Config.CloseTimeout: bytes of it are still queued or in the
-// kernel, and some moved since the last sweep. Releasing then would lose
-// them and the close frame behind them: the peer's next bytes (an ack, a
-// ping) would meet a closed socket and draw a reset (case 006's kind). A
-// peer that reads nothing is released as before; none is kept past
-// Config.WriteTimeout after the first put-off.
+// passed at ns, may still be reading what it was sent, and then puts its
+// release off by Config.CloseTimeout. Releasing a socket while its peer
+// still reads would lose the rest and the close frame behind them: the
+// peer's next bytes (an ack, a ping) would meet a closed socket and draw
+// a reset (case 006's kind). So a connection that had bytes queued or in
+// the kernel at its close deadline is kept while they move (SIOCOUTQ,
+// hub.Unsent), then, once all are out, for Config.WriteTimeout more for
+// the peer to read its own buffer and close (its close releases it at
+// once); a peer that reads nothing for Config.CloseTimeout is released as
+// before, and none is kept past maxLinger × Config.WriteTimeout.
 func (w *worker) lingerOn(c *Conn, ns int64) bool {
 	unsent := 0
 	if u, ok := c.t.(Unsent); ok {
@@ -431,19 +439,29 @@ func (w *worker) lingerOn(c *Conn, ns int64) bool {
 	c.wmu.Lock()
 	queued, sent := c.outBytes, c.sent
 	c.wmu.Unlock()
+	cfg := &w.h.cfg
 	l, seen := w.lingering[c]
-	if queued == 0 && unsent == 0 || seen && (sent == l.sent && unsent >= l.unsent || ns-l.since >= int64(w.h.cfg.WriteTimeout)) {
-		delete(w.lingering, c)
+	pending := queued > 0 || unsent > 0
+	switch {
+	case !seen && !pending: // nothing was in flight: an ordinary close
 		return false
-	}
-	if !seen {
-		l.since = ns
+	case !seen:
+		l = linger{since: ns, progress: ns}
 		if w.lingering == nil {
 			w.lingering = make(map[*Conn]linger)
 		}
+	case sent != l.sent || unsent < l.unsent:
+		l.progress = ns
+	}
+	idle := ns - l.progress
+	if pending && idle >= int64(cfg.CloseTimeout) || // the peer stopped reading
+		!pending && idle >= int64(cfg.WriteTimeout) || // all out; the peer had its time
+		ns-l.since >= maxLinger*int64(cfg.WriteTimeout) {
+		delete(w.lingering, c)
+		return false
 	}
 	l.sent, l.unsent = sent, unsent
 	w.lingering[c] = l
-	c.closeAt.Store(ns + int64(w.h.cfg.CloseTimeout))
+	c.closeAt.Store(ns + int64(cfg.CloseTimeout))
 	return true
 }

@@ -145,12 +145,26 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 // than the close linger (its release waits while its socket takes bytes);
 // it never sees the connection reset without the frame.
 func TestSlowConsumerStillReadingGetsItsCloseFrame(t *testing.T) {
+	// With a small receive buffer what the subscriber has not read waits
+	// in the broker's kernel; with the default one (autotuned, as the
+	// official SDKs' sockets are) much of it waits in the subscriber's own
+	// buffer after the broker's kernel has sent everything.
+	t.Run("small receive buffer", func(t *testing.T) { slowReaderGetsItsCloseFrame(t, true) })
+	t.Run("default receive buffer", func(t *testing.T) { slowReaderGetsItsCloseFrame(t, false) })
+}
+
+func slowReaderGetsItsCloseFrame(t *testing.T, smallBuffer bool) {
 	s := start(t, func(c *Config) {
 		c.RateLimit = 1 << 20
 		c.Hub.OutboundMaxBytes = 256 << 10
 	})
 	const topic = "demo/general/slow-reader"
-	sub := dialNonReader(t, s)
+	var sub *testpeer.Peer
+	if smallBuffer {
+		sub = dialNonReader(t, s)
+	} else {
+		sub = testpeer.Dial(t, s.Addr().String())
+	}
 	sub.Auth("dev-token-bob")
 	subscribe(t, sub, topic)
 	alice := authed(t, s, "dev-token-alice")
@@ -164,12 +178,13 @@ func TestSlowConsumerStillReadingGetsItsCloseFrame(t *testing.T) {
 	}
 	// Read on, slowly: 32 KiB every 20 ms, with a heartbeat now and then
 	// (acks, pings: input the broker must keep reading while it closes).
+	pause := 20 * time.Millisecond
 	var last testpeer.Frame
 	frames := 0
 	ping := compiled(ws.NewPingFrame(nil))
 	for {
 		if frames%4 == 3 {
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(pause)
 		}
 		if frames%16 == 0 {
 			_, _ = sub.Conn.Write(ping)
