@@ -9,8 +9,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type descs struct {
 	buildInfo, ready *prometheus.Desc
 
-	connections, authenticated, accepted, closed, handshakes *prometheus.Desc
-	slowConsumers, inputOverflows, receivedBytes             *prometheus.Desc
+	connections, authenticated, accepted, closed, handshakes  *prometheus.Desc
+	slowConsumers, inputOverflows, inputPauses, receivedBytes *prometheus.Desc
 
 	authResults, authDuration, breakerOpen, tokenCache *prometheus.Desc
 	reloads, tokens, tokenFileFailing                  *prometheus.Desc
@@ -43,6 +43,7 @@ func newDescs() descs {
 		handshakes:     n("handshakes_total", "First HTTP requests of a connection, by outcome: websocket (upgraded), health, ready, internal_publish, not_found, rejected (malformed, too large, upgrade refused), timeout.", "outcome"),
 		slowConsumers:  n("slow_consumers_total", "Connections closed as slow consumers (1008 slow_consumer), by reason: outbound_bytes (the send queue passed OUTBOUND_MAX_BYTES), write_timeout (the socket took nothing for WRITE_TIMEOUT_SECONDS), inflight_window (an MQTT QoS 1 window stayed full).", "reason"),
 		inputOverflows: n("input_overflows_total", "Connections closed because they sent faster than their frames could be handled (1008 input_overflow)."),
+		inputPauses:    n("input_pauses_total", "Times a connection's socket stopped being read because the workers were behind (input flow control: TCP slows its client down)."),
 		receivedBytes:  n("received_bytes_total", "Bytes read from client sockets and processed (requests and frames, headers included)."),
 
 		authResults:      n("auth_results_total", "auth frames by backend and outcome: ok, denied, org_limit, unavailable (connection_failed), error (authentication_failed).", "backend", "outcome"),
@@ -104,7 +105,7 @@ func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		d.buildInfo, d.ready,
 		d.connections, d.authenticated, d.accepted, d.closed, d.handshakes,
-		d.slowConsumers, d.inputOverflows, d.receivedBytes,
+		d.slowConsumers, d.inputOverflows, d.inputPauses, d.receivedBytes,
 		d.authResults, d.authDuration, d.breakerOpen, d.tokenCache,
 		d.reloads, d.tokens, d.tokenFileFailing,
 		d.messagesIn, d.messageBytesIn, d.publications, d.deliveries, d.deliveredBytes,

@@ -163,6 +163,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.slowConsumers, h.Slow[c], c.String())
 	}
 	counter(d.inputOverflows, h.Closed[disconnect.InputOverflow])
+	counter(d.inputPauses, src.Server.Hub().InputPauses())
 	counter(d.receivedBytes, st.ReceivedBytes)
 
 	// Auth.
