@@ -83,15 +83,16 @@ func (h *Hub) HoldInput(c *Conn) bool {
 }
 
 // InputHeld reports whether c's input was paused (HoldInput) since its
-// reader last found its unread input within the transport's bound
+// reader last found it all worked through with the socket read again
 // (InputDrained): what netpoll reads at once when the socket is resumed
 // is the pause's doing, not the client's, so the transport works through
-// it instead of closing the connection with input_overflow. Call it only
-// from c's reader.
+// it instead of closing the connection with input_overflow (up to a hard
+// bound of its own). Call it only from c's reader.
 func (c *Conn) InputHeld() bool { return c.inHeld }
 
-// InputDrained records that c's unread input is within the transport's
-// bound again. Call it only from c's reader.
+// InputDrained records that c's reader has worked through all of its
+// input since the socket was resumed (InputPaused false). Call it only
+// from c's reader.
 func (c *Conn) InputDrained() { c.inHeld = false }
 
 // InputPauses returns how many times a connection's input was paused.
@@ -128,4 +129,18 @@ func (h *Hub) forgetInput(c *Conn) {
 		f.paused.Add(-1)
 	}
 	f.mu.Unlock()
+}
+
+// InputPaused reports whether c's socket is paused now (HoldInput, not
+// resumed yet). It takes the flow-control mutex: a reader asks it only
+// while InputHeld.
+func (h *Hub) InputPaused(c *Conn) bool {
+	f := &h.flow
+	if f.paused.Load() == 0 {
+		return false
+	}
+	f.mu.Lock()
+	_, held := f.held[c]
+	f.mu.Unlock()
+	return held
 }

@@ -44,9 +44,8 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	}
 	// What netpoll reads at once when a paused socket is resumed is the
 	// pause's doing, not the client's: it is worked through, not closed.
-	if n <= s.cfg.MaxInputBacklog {
-		st.Conn.InputDrained()
-	} else if !st.Conn.InputHeld() && !s.hub.HoldInput(st.Conn) {
+	// Up to 4 × the bound, while it lasts.
+	if backlog := n; backlog > s.cfg.MaxInputBacklog && (!st.Conn.InputHeld() || backlog > 4*s.cfg.MaxInputBacklog) && !s.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
@@ -94,6 +93,9 @@ func (s *Server) onRequest(ctx context.Context, nc netpoll.Connection) error {
 		st.Conn.Flush()
 	}
 	s.hub.HoldInput(st.Conn) // while the workers are behind, read no more of it
+	if st.Conn.InputHeld() && r.Len() == 0 && !s.hub.InputPaused(st.Conn) {
+		st.Conn.InputDrained() // all that came in since the resume is worked through
+	}
 	return nil
 }
 

@@ -49,9 +49,8 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	}
 	// What netpoll reads at once when a paused socket is resumed is the
 	// pause's doing, not the client's: it is worked through, not closed.
-	if n+len(st.partial) <= l.cfg.MaxInputBacklog {
-		st.Conn.InputDrained()
-	} else if !st.Conn.InputHeld() && !l.hub.HoldInput(st.Conn) {
+	// Up to 4 × the bound, while it lasts.
+	if backlog := n + len(st.partial); backlog > l.cfg.MaxInputBacklog && (!st.Conn.InputHeld() || backlog > 4*l.cfg.MaxInputBacklog) && !l.hub.HoldInput(st.Conn) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)
 		_ = r.Release()
@@ -101,6 +100,9 @@ func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
 	_ = r.Release()
 	l.flush(st)
 	l.hub.HoldInput(st.Conn) // while the workers are behind, read no more of it
+	if st.Conn.InputHeld() && r.Len() == 0 && !l.hub.InputPaused(st.Conn) {
+		st.Conn.InputDrained() // all that came in since the resume is worked through
+	}
 	return nil
 }
 
