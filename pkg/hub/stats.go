@@ -16,8 +16,9 @@ type WorkerStats struct {
 	// Worker is the worker's index (0 .. Config.Workers-1).
 	Worker int
 	// Inbox is the number of ops waiting in the worker's inbox, and
-	// InboxPublications the publications among them; Busy reports that
-	// the worker holds Config.MaxPendingPublications of them, so new
+	// InboxPublications the publications queued to the worker and not
+	// handled yet (those of the batch in hand included); Busy reports
+	// that the worker holds Config.MaxPendingPublications of them, so new
 	// publishes are refused (Hub.Busy).
 	Inbox, InboxPublications int
 	Busy                     bool
