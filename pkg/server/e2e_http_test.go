@@ -44,6 +44,18 @@ func TestHTTPUnknownPathIsNotFound(t *testing.T) {
 	}
 }
 
+// /metrics and /debug/pprof on the data port answer 404 with the way to
+// the admin listener that serves them.
+func TestHTTPMetricsOnTheDataPortPointsToTheAdminListener(t *testing.T) {
+	s := start(t, nil)
+	for _, path := range []string{"/metrics", "/debug/pprof/"} {
+		resp, body := httpExchange(t, s, "GET "+path+" HTTP/1.1\r\nHost: kraken.test\r\n\r\n")
+		if resp.StatusCode != 404 || !strings.Contains(body, "ADMIN_ADDR") {
+			t.Fatalf("GET %s = %d %q, want 404 naming ADMIN_ADDR", path, resp.StatusCode, body)
+		}
+	}
+}
+
 func TestHTTPMalformedRequestLineIsBadRequest(t *testing.T) {
 	s := start(t, nil)
 	resp, _ := httpExchange(t, s, "THIS IS NOT HTTP AT ALL\r\n\r\n")

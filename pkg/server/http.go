@@ -68,6 +68,10 @@ func (s *Server) handshake(st *connState, b []byte) int {
 		s.upgrade(st, req)
 	default:
 		s.obs.handshakes[HandshakeNotFound].Add(1)
+		if bytes.Equal(path, []byte("/metrics")) || bytes.HasPrefix(path, []byte("/debug/")) {
+			s.httpError(st, 404, "not found on the data port: /metrics and /debug/pprof are served by the admin listener (ADMIN_ADDR, 127.0.0.1:9469 by default)")
+			break
+		}
 		s.httpError(st, 404, "not found: the WebSocket endpoint is /ws")
 	}
 	return len(req)
