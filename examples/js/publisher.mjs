@@ -1,5 +1,5 @@
 // alice publishes one message to demo/general/messages and disconnects.
-// Run: node publisher.mjs   (Node 20: node --experimental-websocket publisher.mjs)
+// Run: node publisher.mjs   (@nolag/js-sdk 1.3.0 on Node 20: node --experimental-websocket publisher.mjs)
 import { NoLag } from "@nolag/js-sdk";
 
 const url = process.env.KRAKEN_URL ?? "ws://localhost:8080/ws";

@@ -1,5 +1,5 @@
 // bob subscribes to demo/general/messages and prints what arrives.
-// Run: node subscriber.mjs   (Node 20: node --experimental-websocket subscriber.mjs)
+// Run: node subscriber.mjs   (@nolag/js-sdk 1.3.0 on Node 20: node --experimental-websocket subscriber.mjs)
 import { NoLag } from "@nolag/js-sdk";
 
 const url = process.env.KRAKEN_URL ?? "ws://localhost:8080/ws";
