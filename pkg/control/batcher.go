@@ -360,11 +360,7 @@ func (b *Batcher) recordSlow(projectID string, size uint64) {
 		c.carryCount.Add(1)
 		c.carryBytes += int64(size)
 	}
-	kick := b.checkLocked(c)
-	b.umu.Unlock()
-	if kick {
-		b.kickUsage()
-	}
+	b.checkUnlock(c)
 }
 
 // spill moves c's word into its carry, before a field of the word can
@@ -379,6 +375,12 @@ func (b *Batcher) spill(c *counter) {
 	w := c.word.Swap(0)
 	c.carryCount.Add(wordCount(w))
 	c.carryBytes += wordBytes(w)
+	b.checkUnlock(c)
+}
+
+// checkUnlock runs checkLocked for c, releases the mutex, and kicks the
+// usage goroutine when c became due.
+func (b *Batcher) checkUnlock(c *counter) {
 	kick := b.checkLocked(c)
 	b.umu.Unlock()
 	if kick {
@@ -390,11 +392,7 @@ func (b *Batcher) spill(c *counter) {
 // the mutex.
 func (b *Batcher) markDue(c *counter) {
 	b.umu.Lock()
-	kick := b.checkLocked(c)
-	b.umu.Unlock()
-	if kick {
-		b.kickUsage()
-	}
+	b.checkUnlock(c)
 }
 
 // checkLocked appends c to due when its pending count has reached the
