@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -137,15 +138,7 @@ func TestRaceOnPipelinedSubscribeThenPublish(t *testing.T) {
 // publication was queued on and the wake-ups the workers got: 1 and at
 // most 1 (several publications queued before a worker wakes share one).
 func BenchmarkPublishToOneSubscriber(b *testing.B) {
-	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		b.Skip(err)
-	}
-	b.Cleanup(func() { _ = f.Close() })
-	h := New(Config{Workers: 8})
-	h.Start()
-	b.Cleanup(func() { _ = h.Shutdown(context.Background()) })
-	c := h.Register(devNull{int(f.Fd())})
+	h, c := benchHub(b, 8)
 	h.Subscribe(c, &SubSpec{Pattern: "demo/general/bench", Key: "app/demo/general/bench", Reply: []byte("x")})
 	for c.PendingReplies() > 0 {
 		time.Sleep(time.Millisecond)
@@ -173,4 +166,38 @@ func BenchmarkPublishToOneSubscriber(b *testing.B) {
 	q1, w1 := sum()
 	b.ReportMetric(float64(q1-q0)/float64(b.N), "workers/op")
 	b.ReportMetric(float64(w1-w0)/float64(b.N), "wakeups/op")
+}
+
+// BenchmarkSubscribeReply measures one subscribe with a reply, from
+// Hub.Subscribe on the reader to the reply in the outbound queue: its place
+// in the reply queue, the interest mark, the worker's op and the written
+// `subscribed`. Each op re-subscribes the same pattern, which replaces the
+// subscription (one new entry). allocs/op is the figure to watch: the
+// reply queue and the confirmation add none (the queue is pooled, the
+// confirmation is a method, not a closure).
+func BenchmarkSubscribeReply(b *testing.B) {
+	h, c := benchHub(b, 2)
+	spec := &SubSpec{Pattern: "demo/general/bench", Key: "app/demo/general/bench", Reply: []byte("x"), NoRetained: true}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.Subscribe(c, spec)
+		for c.PendingReplies() > 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// benchHub starts a hub of the given number of workers with one connection
+// that writes to /dev/null.
+func benchHub(b *testing.B, workers int) (*Hub, *Conn) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	h := New(Config{Workers: workers})
+	h.Start()
+	b.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	return h, h.Register(devNull{int(f.Fd())})
 }

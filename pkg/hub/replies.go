@@ -1,6 +1,10 @@
 package hub
 
-import "github.com/NoLagApp/kraken/pkg/disconnect"
+import (
+	"sync"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+)
 
 // Ticket is one reply a connection is owed, reserved in request order by
 // Conn.ExpectReply and answered, by whichever goroutine produces it, with
@@ -33,6 +37,28 @@ type replyQueue struct {
 	closeAfter *disconnect.Disconnect
 }
 
+// replyQueues keeps emptied reply queues (with their slots' backing
+// array) for the next connection that is owed a reply: a subscribe,
+// unsubscribe or presence request then allocates nothing for its place in
+// line.
+var replyQueues = sync.Pool{New: func() any { return new(replyQueue) }}
+
+// maxPooledSlots bounds the slots array a pooled queue keeps: a queue that
+// grew past it under a burst of requests goes to the collector instead.
+const maxPooledSlots = 16
+
+// recycle empties q (it holds no frame and no reference afterwards) and
+// returns it to replyQueues. Only the goroutine that just took q off its
+// Conn (under Conn.wmu) may call it.
+func (q *replyQueue) recycle() {
+	if cap(q.slots) > maxPooledSlots {
+		return
+	}
+	clear(q.slots)
+	*q = replyQueue{slots: q.slots[:0]}
+	replyQueues.Put(q)
+}
+
 type replySlot struct {
 	reply    []byte   // the answer; nil writes nothing
 	answered bool     // reply was given
@@ -49,7 +75,7 @@ func (c *Conn) ExpectReply() Ticket {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.rq == nil {
-		c.rq = &replyQueue{}
+		c.rq = replyQueues.Get().(*replyQueue)
 	}
 	t := c.rq.base + Ticket(len(c.rq.slots))
 	c.rq.slots = append(c.rq.slots, replySlot{})
@@ -113,7 +139,9 @@ func (c *Conn) answerLocked(t Ticket, frame []byte) bool {
 	}
 	if n == len(q.slots) {
 		c.rq = nil
-		if d := q.closeAfter; d != nil {
+		d := q.closeAfter
+		q.recycle()
+		if d != nil {
 			c.finishCloseLocked(*d)
 		}
 		return true

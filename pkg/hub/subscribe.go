@@ -32,23 +32,26 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		if spec.marked {
 			w.settle(s.key, s.wildcard)
 		}
-		confirm := func() {
-			w.reply(c, spec, spec.Reply)
-			if !spec.NoRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
-				w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
-			}
-		}
 		if first && w.h.cfg.InterestReady != nil {
-			w.afterInterest("", s.key, s.wildcard, confirm)
+			w.afterInterest("", s.key, s.wildcard, func() { w.confirm(c, spec, s) })
 			return
 		}
-		confirm()
+		w.confirm(c, spec, s) // no closure: nothing allocated on the common path
 		return
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
 		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, marked: spec.marked,
 		noRetained: spec.NoRetained}
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
+}
+
+// confirm writes the reply of subscription s and then, unless spec asks
+// for none, the retained messages it matches (if s is still c's).
+func (w *worker) confirm(c *Conn, spec *SubSpec, s *sub) {
+	w.reply(c, spec, spec.Reply)
+	if !spec.NoRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
+		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+	}
 }
 
 func (w *worker) unsubscribe(c *Conn, pattern string) {
