@@ -19,11 +19,15 @@ import (
 // is an error frame with the given fields.
 func expectStrictError(t *testing.T, p *testpeer.Peer, kv ...any) map[string]any {
 	t.Helper()
+	return expectStrict(t, p, append([]any{"type", "error"}, kv...)...)
+}
+
+// expectStrict reads the next frame with a decoder that refuses a str
+// that is not UTF-8 and checks the given key/value pairs.
+func expectStrict(t *testing.T, p *testpeer.Peer, kv ...any) map[string]any {
+	t.Helper()
 	f := p.Expect()
 	m := strictDecode(t, f.Payload)
-	if m["type"] != "error" {
-		t.Fatalf("expected an error frame, got %v", m)
-	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if k := kv[i].(string); !sameJSON(m[k], kv[i+1]) {
 			t.Fatalf("%s = %v, want %v in %v", k, m[k], kv[i+1], m)
@@ -105,6 +109,20 @@ func TestErrorFramesEchoValidBoundedUTF8(t *testing.T) {
 	longest := "demo/other/" + strings.Repeat("x", 1024-len("demo/other/"))
 	p.Send("type", "subscribe", "topic", longest)
 	expectStrictError(t, p, "code", 42940, "error", "unknown_topic", "topic", longest)
+
+	// Answers that are not errors echo the same way: an unsubscribe and a
+	// setFilters are answered whatever topic they name, a publish's ack
+	// repeats its msgRef.
+	p.Send("type", "unsubscribe", "topic", notUTF8)
+	expectStrict(t, p, "type", "unsubscribed", "topic", shown)
+	p.Send("type", "unsubscribe", "topic", long)
+	expectStrict(t, p, "type", "unsubscribed", "topic", cut)
+	p.Send("type", "setFilters", "topic", notUTF8, "filters", []any{})
+	expectStrictError(t, p, "error", "not_subscribed", "topic", shown)
+	p.Send("type", "subscribe", "topic", "demo/general/ok")
+	p.ExpectFields("type", "subscribed")
+	p.Send("type", "publish", "topic", "demo/general/ok", "data", 1, "msgRef", "r\xc3"+strings.Repeat("x", 5000))
+	expectStrict(t, p, "type", "published", "msgRef", "r\uFFFD"+strings.Repeat("x", 1024-len("r\uFFFD")-len("…"))+"…")
 
 	for _, e := range append(waitLog(t, logs, "subscribe refused", 3), waitLog(t, logs, "publish refused", 2)...) {
 		topic, _ := e.ContextMap()["topic"].(string)

@@ -98,20 +98,23 @@ func AppendSubscribed(b []byte, topic string, loadBalance bool) []byte {
 }
 
 // AppendUnsubscribed appends {type:"unsubscribed", topic} (protocol.md §3.2).
+// topic is the client's, unchecked (an unsubscribe is answered whatever it
+// names, OQ-60): it is echoed as Echo gives it.
 func AppendUnsubscribed(b []byte, topic string) []byte {
 	b = msgp.AppendMapHeader(b, 2)
 	b = appendType(b, "unsubscribed")
-	return appendStr(b, "topic", topic)
+	return appendStr(b, "topic", Echo(topic))
 }
 
 // AppendFiltersUpdated appends {type:"filtersUpdated", topic, filters}
 // (protocol.md §3.1, §3.2, §6.9). raw is the client's `filters` msgpack
 // (FilterSpec.Raw), copied verbatim and unnormalised when it is an array;
 // when raw is nil, or not an array (e.g. nil), filters is an empty array.
+// topic is the client's, unchecked: it is echoed as Echo gives it.
 func AppendFiltersUpdated(b []byte, topic string, raw []byte) []byte {
 	b = msgp.AppendMapHeader(b, 3)
 	b = appendType(b, "filtersUpdated")
-	b = appendStr(b, "topic", topic)
+	b = appendStr(b, "topic", Echo(topic))
 	b = msgp.AppendString(b, "filters")
 	if msgp.NextType(raw) != msgp.ArrayType {
 		return msgp.AppendArrayHeader(b, 0)
@@ -120,12 +123,15 @@ func AppendFiltersUpdated(b []byte, topic string, raw []byte) []byte {
 }
 
 // AppendPublished appends {type:"published", topic, msgRef}, the ack of a
-// publish that carried a non-empty msgRef (protocol.md §2.7, §3.2).
+// publish that carried a non-empty msgRef (protocol.md §2.7, §3.2). The
+// topic has been validated; msgRef is the client's, unchecked, and is
+// echoed as Echo gives it (the SDKs' references are short ASCII, which
+// comes back exactly).
 func AppendPublished(b []byte, topic, msgRef string) []byte {
 	b = msgp.AppendMapHeader(b, 3)
 	b = appendType(b, "published")
 	b = appendStr(b, "topic", topic)
-	return appendStr(b, "msgRef", msgRef)
+	return appendStr(b, "msgRef", Echo(msgRef))
 }
 
 // appendType appends the key "type" and its value.
