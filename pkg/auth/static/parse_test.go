@@ -228,3 +228,28 @@ func messages(entries []observer.LoggedEntry) []string {
 	}
 	return out
 }
+
+// TestStartupNamesCheckConfigErrors: a file with errors that check-config
+// reports is served as written at startup (there are no earlier tokens to
+// keep), and one error line says so, naming the first error's line and
+// column and the count of all.
+func TestStartupNamesCheckConfigErrors(t *testing.T) {
+	s, logs := openJSON(t, `{"tokens":{
+"t1":{"actorTokenId":"a","allowedTopics":[{"pattern":"demo/#/x","permission":"pubSub"}]},
+"t2":{"actorTokenId":"b","allowedTopics":[{"pattern":"demo/general/#","permission":"publishSubscribe"}]}}}`)
+	if _, err := s.Validate(t.Context(), "t1"); err != nil {
+		t.Fatalf("t1 not served as written: %v", err)
+	}
+	lines := logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	if len(lines) != 1 {
+		t.Fatalf("%d error lines, want 1: %v", len(lines), messages(logs.All()))
+	}
+	msg := lines[0].Message
+	if !strings.Contains(msg, "has 2 errors, the first at "+s.path+":2:") ||
+		!strings.Contains(msg, "served as written") || !strings.Contains(msg, "kraken check-config") {
+		t.Fatalf("error line %q", msg)
+	}
+	if n, _ := lines[0].ContextMap()["error_count"].(int64); n != 2 {
+		t.Fatalf("error_count = %v", lines[0].ContextMap()["error_count"])
+	}
+}

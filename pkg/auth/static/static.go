@@ -100,7 +100,9 @@ type Static struct {
 // A missing, unreadable or unparsable file is an error wrapping ErrRead or
 // ErrParse whose message names the path and, for JSON syntax errors, the line
 // and column; D-1 makes this fatal at startup. Problems inside token entries
-// only log warnings (OQ-29).
+// only log warnings (OQ-29), and a file with errors that Check (kraken
+// check-config) reports is served as written, with one error line naming
+// the first error's line and column and the count of all.
 func New(cfg Config) (*Static, error) {
 	if cfg.Path == "" {
 		return nil, fmt.Errorf("%w: the path is empty", ErrRead)
@@ -281,9 +283,6 @@ func (s *Static) load(trigger string) (*tokenSet, fileStamp, []string, error) {
 		}
 		return nil, stamp, nil, fmt.Errorf("%w %s: %w", ErrParse, s.path, err)
 	}
-	if !reload {
-		return set, stamp, nil, nil
-	}
 	var errs, warnings []string
 	for _, p := range validate(data) {
 		if p.Warning {
@@ -298,6 +297,14 @@ func (s *Static) load(trigger string) (*tokenSet, fileStamp, []string, error) {
 	reason := fmt.Sprintf("1 error, at %s", errs[0])
 	if len(errs) > 1 {
 		reason = fmt.Sprintf("%d errors, the first at %s", len(errs), errs[0])
+	}
+	if !reload {
+		// At startup there are no earlier tokens to keep: the file is
+		// served as written (OQ-29), and one error line says what it lacks.
+		s.log.Error(fmt.Sprintf("Auth file %s has %s; it is served as written, and what the errors touch grants nothing (kraken check-config lists every problem)", s.path, reason),
+			zap.String("path", s.path), zap.Strings("errors", errs[:min(len(errs), maxLoggedProblems)]),
+			zap.Int("error_count", len(errs)))
+		return set, stamp, nil, nil
 	}
 	reason += "; the last valid tokens stay in force (kraken check-config lists every problem)"
 	failed(fmt.Sprintf("Refused auth file %s: %s", s.path, reason),
