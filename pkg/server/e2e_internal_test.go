@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,8 +113,8 @@ func TestInternalPublishStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 404 {
-		t.Fatalf("GET = %d, want 404", resp.StatusCode)
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Fatalf("GET = %d, Allow %q; want 405, Allow POST", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
 
@@ -121,15 +122,74 @@ func TestInternalPublishBodyBounds(t *testing.T) {
 	s := start(t, func(c *Config) { withSecret(c); c.MaxInternalBody = 64 })
 	code, body := postInternal(t, s, "Bearer "+testInternalSecret,
 		`{"topic":"demo-app/demo/general/x","payload":"`+strings.Repeat("x", 100)+`"}`)
-	if code != 413 || body != `{"error":"body_too_large","maxBytes":64}` {
+	if code != 413 || body != `{"error":"body_too_large","detail":"body too large","maxBytes":64}` {
 		t.Fatalf("= %d %s", code, body)
 	}
-	conn := dialTCP(t, s)
-	_, _ = io.WriteString(conn, "POST /internal/publish HTTP/1.1\r\nHost: k\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
-	resp, _ := readResponse(t, conn, bufio.NewReader(conn))
-	if resp.StatusCode != 411 {
-		t.Fatalf("chunked body = %d, want 411", resp.StatusCode)
+	// A chunked body is bounded as it arrives: 3 chunks of 30 bytes.
+	chunk := "1e\r\n" + strings.Repeat("x", 30) + "\r\n"
+	resp, got := httpExchange(t, s, "POST /internal/publish HTTP/1.1\r\nHost: k\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		chunk+chunk+chunk+"0\r\n\r\n")
+	if resp.StatusCode != 413 {
+		t.Fatalf("90-byte chunked body = %d %s, want 413", resp.StatusCode, got)
 	}
+	resp, _ = httpExchange(t, s, "POST /internal/publish HTTP/1.1\r\nHost: k\r\n\r\n")
+	if resp.StatusCode != 411 {
+		t.Fatalf("no length = %d, want 411", resp.StatusCode)
+	}
+}
+
+// TestInternalPublishFramingRFC9112: the request is framed as RFC 9112 §6
+// says, by net/http's reader: a chunked body (with a Content-Length beside
+// it, which it overrides) is accepted, Content-Length fields that disagree
+// or are not a number are refused with 400, agreeing repeats are accepted,
+// a transfer coding other than chunked gets 501, a body shorter than its
+// length is waited for and then answered 408 (the handshake deadline), and
+// two Authorization fields are not a secret.
+func TestInternalPublishFramingRFC9112(t *testing.T) {
+	s := start(t, func(c *Config) { withSecret(c); c.Hub.HandshakeTimeout = time.Second })
+	bob := authed(t, s, "dev-token-bob")
+	subscribe(t, bob, "demo/general/framing")
+	const head = "POST /internal/publish HTTP/1.1\r\nHost: k\r\nAuthorization: Bearer " + testInternalSecret + "\r\n"
+	body := func(v string) string { return `{"topic":"demo-app/demo/general/framing","payload":"` + v + `"}` }
+	length := func(b string) string { return "Content-Length: " + itoa(len(b)) + "\r\n" }
+	chunked := func(b string) string {
+		return strconv.FormatInt(int64(len(b[:20])), 16) + "\r\n" + b[:20] + "\r\n" +
+			strconv.FormatInt(int64(len(b[20:])), 16) + "\r\n" + b[20:] + "\r\n0\r\n\r\n"
+	}
+	ok := `{"success":true,"routedTo":"demo-app/demo/general/framing","via":"unchecked"}`
+	for _, tt := range []struct {
+		name, req string
+		status    int
+		want      string // the body, or a prefix of it ending in "…"
+		delivered string // the payload bob receives, "" for none
+	}{
+		{"chunked", head + "Transfer-Encoding: chunked\r\n\r\n" + chunked(body("chunked")), 200, ok, "chunked"},
+		{"chunked over a Content-Length", head + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + chunked(body("both")), 200, ok, "both"},
+		{"agreeing Content-Lengths", head + length(body("twice")) + length(body("twice")) + "\r\n" + body("twice"), 200, ok, "twice"},
+		{"disagreeing Content-Lengths", head + length(body("x")) + "Content-Length: 5\r\n\r\n" + body("x"), 400, `{"error":"bad_request","detail":"malformed request: message cannot contain multiple Content-Length headers…`, ""},
+		{"Content-Length not a number", head + "Content-Length: 1e3\r\n\r\n" + body("x"), 400, `{"error":"bad_request",…`, ""},
+		{"malformed chunk", head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body("x") + "\r\n0\r\n\r\n", 400, `{"error":"bad_request","detail":"malformed body: …`, ""},
+		{"gzip", head + "Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked(body("x")), 501, `{"error":"not_implemented",…`, ""},
+		{"short body", head + length(body("short")) + "\r\n" + body("short")[:10], 408, "…", ""},
+		{"two Authorization fields", head + "Authorization: Bearer " + testInternalSecret + "\r\n" + length(body("x")) + "\r\n" + body("x"), 401, `{"error":"unauthorized"}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := httpExchange(t, s, tt.req)
+			if prefix, cut := strings.CutSuffix(tt.want, "…"); resp.StatusCode != tt.status ||
+				!cut && got != tt.want || cut && !strings.HasPrefix(got, prefix) {
+				t.Fatalf("= %d %s, want %d %s", resp.StatusCode, got, tt.status, tt.want)
+			}
+			if tt.delivered != "" {
+				bob.ExpectFields("type", "message", "data", tt.delivered)
+			}
+		})
+	}
+	// Only the accepted requests published: the next message bob reads is
+	// this one.
+	if code, got := postInternal(t, s, "Bearer "+testInternalSecret, body("last")); code != 200 {
+		t.Fatalf("= %d %s", code, got)
+	}
+	bob.ExpectFields("type", "message", "data", "last")
 }
 
 // Disabled while the secret is unset or the placeholder: 404 even with the

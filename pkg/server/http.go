@@ -48,15 +48,13 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	}
 	switch string(path) {
 	case internalPublishPath:
-		n := s.internalPublish(st, parts[0], req, b[len(req):])
-		if n >= 0 {
-			s.obs.handshakes[HandshakeInternal].Add(1)
-		}
+		n := s.internalPublish(st, b)
 		if n < 0 {
-			st.need = int32(len(req) + int(contentLengthOr0(req)))
+			st.need = 0 // the rest of the body: any more input
 			return 0
 		}
-		return len(req) + n
+		s.obs.handshakes[HandshakeInternal].Add(1)
+		return n
 	case "/health":
 		s.obs.handshakes[HandshakeHealth].Add(1)
 		st.write(healthResponse)
@@ -147,6 +145,27 @@ func secKeyValid(req []byte) bool {
 	}
 	n, err := base64.StdEncoding.Decode(raw[:], key)
 	return err == nil && n == 16
+}
+
+// headerValue returns the trimmed value of the last header called name in
+// the complete request head, or nil. Only the upgrade reads a field this
+// way (Sec-WebSocket-Key, which gobwas has already checked is there once);
+// other requests are read by net/http (readHTTPRequest).
+func headerValue(head []byte, name string) []byte {
+	var value []byte
+	rest := head[bytes.IndexByte(head, '\n')+1:]
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(rest[:i], []byte(":"))
+		if ok && bytes.EqualFold(bytes.TrimSpace(k), []byte(name)) {
+			value = bytes.TrimSpace(v)
+		}
+		rest = rest[i+1:]
+	}
+	return value
 }
 
 // rejectRequest answers a malformed or oversized request (counted as a

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -46,43 +48,48 @@ type internalRequest struct {
 	QoS     *int            `json:"qos"`
 }
 
-// internalPublish answers the POST /internal/publish request req, whose
-// body it returns the length of once complete (0 while it is not). The
-// request is answered and the connection closed, as every plain HTTP
-// request is.
-func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte) int {
+// internalPublish answers the POST /internal/publish request at the start
+// of b, whose head is complete. It returns the bytes it consumed, all of b
+// once the request is answered (the connection is then closed, as after
+// every plain HTTP request), or -1 while the body is still arriving.
+func (s *Server) internalPublish(st *connState, b []byte) int {
 	if !s.internalEnabled() {
 		s.httpJSON(st, 404, `{"error":"not_found"}`)
-		return 0
+		return len(b)
 	}
-	if string(method) != "POST" {
-		s.httpJSON(st, 404, `{"error":"not_found"}`)
-		return 0
-	}
-	n, ok := contentLength(head)
+	hr, err := readHTTPRequest(b, s.cfg.MaxInternalBody)
+	var refused *httpRefusal
 	switch {
-	case !ok:
-		s.httpJSON(st, 411, `{"error":"length_required"}`)
-		return 0
-	case n > s.cfg.MaxInternalBody:
-		s.httpJSON(st, 413, `{"error":"body_too_large","maxBytes":`+strconv.Itoa(s.cfg.MaxInternalBody)+`}`)
-		return 0
-	case len(rest) < n:
-		return -1 // the body is not all here yet
+	case errors.Is(err, errIncomplete):
+		return -1
+	case errors.As(err, &refused):
+	case hr.Method != http.MethodPost:
+		s.httpAnswer(st, 405, "application/json", "Allow: POST\r\n", `{"error":"method_not_allowed","detail":"POST only"}`)
+		return len(b)
+	case hr.Unframed:
+		refused = refuseNoLength
 	}
-	body := rest[:n]
+	if refused != nil {
+		body := `{"error":"` + refused.code + `","detail":` + strconv.Quote(refused.reason)
+		if refused.status == 413 {
+			body += `,"maxBytes":` + strconv.Itoa(s.cfg.MaxInternalBody)
+		}
+		s.httpJSON(st, refused.status, body+"}")
+		return len(b)
+	}
+	body := hr.Body
 	want := "Bearer " + s.cfg.InternalSecret
-	if subtle.ConstantTimeCompare(headerValue(head, "Authorization"), []byte(want)) != 1 {
+	if got := hr.Header.Values("Authorization"); len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), []byte(want)) != 1 {
 		// Logged at info: a wrong secret is worth seeing (never the header).
 		s.log.Info("internal publish refused", connFields(st.Conn, zap.Int("status", 401),
 			zap.String("reason", "unauthorized"))...)
 		s.httpJSON(st, 401, `{"error":"unauthorized"}`)
-		return n
+		return len(b)
 	}
 	var req internalRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		s.httpJSON(st, 400, `{"error":"invalid_json"}`)
-		return n
+		return len(b)
 	}
 	rt, status, errBody := s.internalTarget(&req)
 	if errBody != "" {
@@ -91,21 +98,21 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 				zap.String("reason", rt.reason), zap.String("topic", wire.Echo(*req.Topic)))...)
 		}
 		s.httpJSON(st, status, errBody)
-		return n
+		return len(b)
 	}
 	key, display := rt.key, rt.display
 	data, err := session.DataFromJSON(req.Payload)
 	if err != nil {
 		s.httpJSON(st, 400, `{"error":"invalid_payload","detail":`+strconv.Quote(errDetail(err))+`}`)
-		return n
+		return len(b)
 	}
 	if len(data) > s.cfg.MaxMessageSize {
 		s.httpJSON(st, 413, `{"error":"message_too_large","maxSizeBytes":`+strconv.Itoa(s.cfg.MaxMessageSize)+`}`)
-		return n
+		return len(b)
 	}
 	if s.hub.Busy() {
 		s.httpJSON(st, 503, `{"error":"broker_busy"}`)
-		return n
+		return len(b)
 	}
 	now := time.Now()
 	p := &hub.Publication{Key: key, Topic: display, Echo: true, Retain: req.Retain,
@@ -116,10 +123,10 @@ func (s *Server) internalPublish(st *connState, method []byte, head, rest []byte
 	}
 	if err := s.proto.Inject(p, session.SourceInternal); err != nil {
 		s.httpJSON(st, 502, `{"error":"broker_unavailable"}`)
-		return n
+		return len(b)
 	}
 	s.httpJSON(st, 200, routedBody(rt))
-	return n
+	return len(b)
 }
 
 // route is where an internal publish goes: its routing key, the topic its
@@ -225,42 +232,6 @@ const maxCandidates = 10
 
 func invalidTopic(err error) string {
 	return `{"error":"invalid_topic","detail":` + strconv.Quote(err.Error()) + `}`
-}
-
-// contentLength returns the request's Content-Length; ok is false when it
-// has none or it is malformed (chunked bodies are not accepted).
-func contentLength(head []byte) (int, bool) {
-	v := headerValue(head, "Content-Length")
-	if v == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(v))
-	return n, err == nil && n >= 0
-}
-
-// contentLengthOr0 is the request's Content-Length, 0 without one.
-func contentLengthOr0(head []byte) int {
-	n, _ := contentLength(head)
-	return n
-}
-
-// headerValue returns the trimmed value of the last header called name in
-// the complete request head, or nil.
-func headerValue(head []byte, name string) []byte {
-	var value []byte
-	rest := head[bytes.IndexByte(head, '\n')+1:]
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			break
-		}
-		k, v, ok := bytes.Cut(rest[:i], []byte(":"))
-		if ok && bytes.EqualFold(bytes.TrimSpace(k), []byte(name)) {
-			value = bytes.TrimSpace(v)
-		}
-		rest = rest[i+1:]
-	}
-	return value
 }
 
 // httpJSON answers a plain HTTP request with a JSON body and closes.
