@@ -255,6 +255,12 @@ func (h *Hub) Closed(c *Conn) {
 	c.w.post(op{kind: opUnregister, c: c})
 }
 
+// ClosedLater is Closed for a transport that learns its socket is gone
+// inside Transport.CloseWrite, which runs under c's write lock (Closed
+// takes it): c's worker stops its writes and cleans up, behind the ops
+// already queued to it. Nothing waits for it and no goroutine is started.
+func (h *Hub) ClosedLater(c *Conn) { c.w.post(op{kind: opClosed, c: c}) }
+
 // Close closes c for d on c's worker: the close frame follows what is
 // already queued (see disconnect for the codes).
 func (h *Hub) Close(c *Conn, d disconnect.Disconnect) {
@@ -444,17 +450,20 @@ wait:
 }
 
 // each runs fn on every worker and waits for all of them, or for ctx.
+// A worker that never runs fn (stopped) leaves nothing behind: each
+// starts no goroutine, and a worker that runs fn late signals into a
+// buffered channel nobody has to read.
 func (h *Hub) each(ctx context.Context, fn func(*worker)) {
-	var pending sync.WaitGroup
+	done := make(chan struct{}, len(h.workers))
 	for _, w := range h.workers {
-		pending.Add(1)
-		w.post(op{kind: opRun, fn: func(*Conn) { fn(w); pending.Done() }})
+		w.post(op{kind: opRun, fn: func(*Conn) { fn(w); done <- struct{}{} }})
 	}
-	done := make(chan struct{})
-	go func() { pending.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	for range h.workers {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

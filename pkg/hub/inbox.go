@@ -12,6 +12,7 @@ type opKind uint8
 const (
 	opRegister opKind = iota + 1
 	opUnregister
+	opClosed // Hub.ClosedLater: Closed's work, on the worker
 	opSubscribe
 	opUnsubscribe
 	opSetFilters

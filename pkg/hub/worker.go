@@ -222,7 +222,7 @@ func (w *worker) retryStalled() {
 func (w *worker) drain(spare []op) {
 	ops := w.in.take(spare)
 	for i := range ops {
-		if ops[i].kind == opRun || ops[i].kind == opUnregister {
+		if k := ops[i].kind; k == opRun || k == opUnregister || k == opClosed {
 			w.handle(&ops[i])
 		}
 	}
@@ -235,6 +235,10 @@ func (w *worker) handle(o *op) {
 		w.conns = append(w.conns, o.c)
 		w.h.stats.conns.Add(1)
 	case opUnregister:
+		w.unregister(o.c)
+	case opClosed:
+		w.h.forgetInput(o.c)
+		o.c.markClosed()
 		w.unregister(o.c)
 	case opSubscribe:
 		w.subscribe(o.c, o.spec)

@@ -100,10 +100,11 @@ func (t *transport) Writev(bufs [][]byte) (int, error) {
 
 // CloseWrite ends the parked connection the hub closed (its session
 // expired: idle; or a shutdown): no peer will close its side, so it is let
-// go of at once, off the write lock the hub holds.
+// go of at once, by its worker (Hub.ClosedLater: Hub.Closed would take
+// the write lock the hub holds while it calls this).
 func (t *transport) CloseWrite() error {
 	if c := t.c.Load(); c != nil {
-		go t.h.Closed(c)
+		t.h.ClosedLater(c)
 	}
 	return nil
 }
