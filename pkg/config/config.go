@@ -163,7 +163,7 @@ type Config struct {
 	// (STORE_MAX_MESSAGES, 10000; protocol.md §6.5).
 	StoreMaxMessages int
 	// ResumeSessions makes every connection resumable (RESUME_SESSIONS,
-	// false; issue 16); ResumeExpiry (RESUME_EXPIRY_SECONDS, 120 s) is how
+	// false); ResumeExpiry (RESUME_EXPIRY_SECONDS, 120 s) is how
 	// long a dropped session is kept, ResumeMaxBytes (RESUME_MAX_BYTES,
 	// 1 MiB) bounds its missed messages and ResumeMaxSessions
 	// (RESUME_MAX_SESSIONS, 100000) the sessions kept.

@@ -1,5 +1,5 @@
 // Package resume keeps the sessions of resumable connections across a
-// dropped connection (issue 16): on a resumable connection's close its
+// dropped connection: on a resumable connection's close its
 // subscriptions are parked on a hub connection of their own, whose
 // transport keeps the messages they receive (bounded per session), until
 // the client reconnects with reconnect:true and the same identity, or the
@@ -38,7 +38,7 @@ type Config struct {
 	MaxMessages int
 	// MaxAge (0: none) caps every session's expiry, a token's own
 	// included: messages are not kept longer than the store keeps records
-	// (STORE_TTL_SECONDS, issue 16).
+	// (STORE_TTL_SECONDS).
 	MaxAge time.Duration
 	// IdleTimeout is the hub's (hub.Config.IdleTimeout, default 60 s): a
 	// parked connection is made to go idle at its session's expiry, so the

@@ -10,7 +10,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// Abuse of the protocol (issue 7, item 5): subscription caps and churn,
+// Abuse of the protocol: subscription caps and churn,
 // oversized topics.
 
 func TestHostileSubscribeOverTheCapGetsTooManySubscriptions(t *testing.T) {

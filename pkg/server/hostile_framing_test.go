@@ -12,7 +12,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Hostile RFC 6455 framing (issue 7, item 1): declared lengths are checked
+// Hostile RFC 6455 framing: declared lengths are checked
 // before anything is buffered, and a close ends the input.
 
 // header64 is a masked binary frame header declaring length in the 64-bit

@@ -12,7 +12,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Hostile upgrade requests (issue 7, item 2): every bad request gets an HTTP
+// Hostile upgrade requests: every bad request gets an HTTP
 // error with a reason and the connection is closed; a good request in an
 // unusual but legal shape is upgraded.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Liveness under hostile peers (issue 7, item 4).
+// Liveness under hostile peers.
 
 // dialNonReader upgrades a connection whose receive buffer is set small
 // before connecting, so that a peer that never reads fills it at once.

@@ -12,7 +12,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// Hostile MessagePack over the socket (issue 7, item 3): every malformed or
+// Hostile MessagePack over the socket: every malformed or
 // ill-typed frame gets `bad_request` with a reason, or the documented
 // fallback (protocol.md "Frames and encoding", wire.Decode), and the
 // connection stays usable.
