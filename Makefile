@@ -23,8 +23,13 @@ help: ## List the targets
 build: ## Build a static bin/kraken stamped with VERSION
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN) ./cmd/kraken
 
-run: ## Run the broker on its defaults (port 8080, examples/auth.json)
-	$(GO) run ./cmd/kraken
+# The recipe's shell execs the binary, so make's child is kraken itself, with
+# no `go run` in between: Ctrl-C reaches it, and `kill -HUP` (reload the
+# token file) goes to its pid, printed in its "kraken started" line. Of the
+# signals sent to make, only SIGTERM is passed on (GNU make), and it stops
+# the broker gracefully.
+run: build ## Build bin/kraken and run it on its defaults (port 8080, examples/auth.json)
+	exec $(BIN)
 
 test: lint ## The one test command: gofmt, vet, race tests, netpoll's tests, fuzz smoke
 	$(GO) test -race -shuffle=on -count=1 -timeout 20m ./...

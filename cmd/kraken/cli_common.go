@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/NoLagApp/kraken/pkg/client"
-	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/NoLagApp/kraken/pkg/client"
 )
 
 // Exit code of a command-line client whose arguments are wrong; a refused
@@ -101,7 +101,10 @@ func (cf *cliFlags) connect(ctx context.Context, opts client.Options) (*client.C
 	return c, nil
 }
 
-// connectError explains a failed connect.
+// connectError explains a failed connect: a refused token, the server's
+// answer to the upgrade request (a wrong path gets kraken's 404 and its
+// reason), a TLS mismatch between the URL and the server, or the broker
+// closing the connection.
 func connectError(url string, err error) error {
 	var e *client.Error
 	if errors.As(err, &e) {
@@ -110,15 +113,45 @@ func connectError(url string, err error) error {
 		}
 		return fmt.Errorf("the broker at %s refused the connection: %v", url, e)
 	}
-	return fmt.Errorf("cannot connect to %s: %v", url, err)
+	var he *client.HandshakeError
+	if errors.As(err, &he) {
+		msg := fmt.Sprintf("HTTP %d from %s", he.Status, url)
+		if he.Body != "" {
+			msg += ": " + printable(he.Body)
+		}
+		return errors.New(msg)
+	}
+	var te *client.TLSMismatchError
+	if errors.As(err, &te) {
+		return fmt.Errorf("cannot connect to %s: %s", url, printable(te.Error()))
+	}
+	return fmt.Errorf("cannot connect to %s: %s", url, explain(err))
+}
+
+// explain renders an error of the client for people: the close frame of
+// a broker that closed the connection ("broker closed the connection:
+// 1009 frame too large"), else the error as it is.
+func explain(err error) string {
+	var ce *client.CloseError
+	if !errors.As(err, &ce) {
+		return printable(err.Error())
+	}
+	msg := "broker closed the connection: " + strconv.Itoa(ce.Code)
+	if ce.Reason != "" {
+		msg += " " + printable(ce.Reason)
+	}
+	if ce.Code == 1009 {
+		msg += " (larger than the broker's MAX_FRAME_SIZE)"
+	}
+	return msg
 }
 
 // requestError explains a refused subscribe or publish, with the broker's
-// code and hint.
+// code and hint, or why the connection ended before the answer.
 func requestError(what, topic string, err error) error {
 	var e *client.Error
 	if !errors.As(err, &e) {
-		return fmt.Errorf("%s %q failed: %v", what, topic, err)
+		return fmt.Errorf("%s %q failed: %s", what, topic, explain(err))
 	}
 	msg := fmt.Sprintf("%s %q refused: %s", what, topic, e.Err)
 	if e.Code != 0 {
@@ -151,7 +184,6 @@ func cliFail(stderr io.Writer, cmd string, err error) int {
 	return exitFail
 }
 
-// cliUsage prints a usage error and returns exitUsage.
 // parseCommand parses a client subcommand's arguments and checks the
 // positional ones with checkArgs and the connection flags. done is true when
 // the command must stop here with exit code code (help shown, or a usage
@@ -174,6 +206,7 @@ func parseCommand(stderr io.Writer, fs *flag.FlagSet, cf *cliFlags, name string,
 	return pos, exitOK, false
 }
 
+// cliUsage prints a usage error and returns exitUsage.
 func cliUsage(stderr io.Writer, fs *flag.FlagSet, cmd string, err error) int {
 	fmt.Fprintf(stderr, "kraken %s: %v\nrun '%s -h' for usage\n", cmd, err, fs.Name())
 	return exitUsage

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,8 @@ import (
 // implements presence (protocol.md §7).
 func runPresence(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs, cf := newCLIFlags("presence", "presence [flags] ROOM\n\n"+
-		"Prints the presence list of ROOM (a room slug), one JSON object per member.\n"+
+		"Prints the presence list of ROOM (a room slug), one JSON object per member;\n"+
+		"an empty room prints nothing there and says so on standard error.\n"+
 		"Needs a broker that implements presence.", lookup, stderr)
 	set := fs.String("set", "", "first set this connection's presence in ROOM to this JSON value")
 	watch := fs.Bool("watch", false, "then print presence events until interrupted")
@@ -54,12 +56,16 @@ func runPresence(args []string, lookup func(string) (string, bool), stdout, stde
 	defer c.Close()
 	if data != nil {
 		if err := c.SetPresence(ctx, room, data); err != nil {
-			return cliFail(stderr, "presence", err)
+			return cliFail(stderr, "presence", errors.New(explain(err)))
 		}
 	}
 	members, err := c.GetPresence(ctx, room)
 	if err != nil {
-		return cliFail(stderr, "presence", err)
+		return cliFail(stderr, "presence", errors.New(explain(err)))
+	}
+	if len(members) == 0 {
+		// Standard output stays empty: scripts read one JSON line per member.
+		fmt.Fprintf(stderr, "kraken presence: nobody present in %s (a room outside this token's grants lists nobody too)\n", printable(room))
 	}
 	for _, m := range members {
 		line := map[string]any{"actorTokenId": m.ActorTokenID, "presence": m.Presence, "status": m.Status}

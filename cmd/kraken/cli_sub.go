@@ -31,6 +31,8 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		"  [15:04:05.000] TOPIC SENDER: DATA      (DATA as JSON)\n"+
 		"or, with --json, one JSON object per line:\n"+
 		"  {\"topic\":...,\"data\":...,\"sender\":...,\"timestamp\":...,\"msgId\":...}\n"+
+		"A hydration webhook's answer to a subscribe is printed marked, not counted:\n"+
+		"  [15:04:05.000] [hydration] TOPIC: DATA   ({\"topic\":...,\"data\":...,\"hydration\":true})\n"+
 		"Status lines go to standard error. Example:\n"+
 		"  kraken sub --token dev-token-bob demo/general/messages\n\n"+
 		"With --resume, against a broker with resumable sessions (RESUME_SESSIONS=true),\n"+
@@ -113,7 +115,12 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		// sessions (without --resume, the actor's one session), so it is
 		// always reported.
 		OnReplay:     func(r client.ReplayInfo) { say("kraken sub: %s", replayLine(r)) },
-		OnDisconnect: func(err error) { say("kraken sub: connection lost: %v", err) },
+		OnDisconnect: func(err error) { say("kraken sub: connection lost: %s", explain(err)) },
+		OnHydration: func(h client.Hydration) {
+			mu.Lock()
+			defer mu.Unlock()
+			out.hydration(h)
+		},
 		OnReconnecting: func(n int, d time.Duration) {
 			say("kraken sub: reconnecting in %s (attempt %d)", d.Round(time.Millisecond), n)
 		},
@@ -207,10 +214,7 @@ type subLine struct {
 }
 
 func (p *subPrinter) print(data client.Data, meta client.Meta) {
-	js, err := data.MarshalJSON()
-	if err != nil {
-		js, _ = json.Marshal(data.String())
-	}
+	js := dataJSON(data)
 	ts := meta.Timestamp
 	if p.json {
 		line := subLine{Topic: meta.Topic, Data: js, Sender: meta.Sender, FromType: meta.FromType,
@@ -241,6 +245,40 @@ func (p *subPrinter) print(data client.Data, meta client.Meta) {
 		extra += " [replay]"
 	}
 	fmt.Fprintf(p.w, "[%s] %s %s%s: %s\n", ts.Local().Format("15:04:05.000"), printable(topic), printable(sender), printable(extra), printable(string(js)))
+}
+
+// dataJSON renders data as JSON, or as a JSON string of its description
+// when it has no JSON form.
+func dataJSON(data client.Data) json.RawMessage {
+	js, err := data.MarshalJSON()
+	if err != nil {
+		js, _ = json.Marshal(data.String())
+	}
+	return js
+}
+
+// hydrationLine is the --json form of a hydration frame.
+type hydrationLine struct {
+	Topic     string          `json:"topic"`
+	Data      json.RawMessage `json:"data"`
+	Hydration bool            `json:"hydration"`
+}
+
+// hydration writes the line of a hydration frame: the answer of the
+// hydration webhook of a subscribed topic, marked [hydration]
+// ("hydration":true with --json).
+func (p *subPrinter) hydration(h client.Hydration) {
+	js := dataJSON(h.Data)
+	topic := h.Pattern
+	if topic == "" {
+		topic = h.Topic
+	}
+	if p.json {
+		b, _ := json.Marshal(hydrationLine{Topic: topic, Data: js, Hydration: true})
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(p.w, "[%s] [hydration] %s: %s\n", time.Now().Format("15:04:05.000"), printable(topic), printable(string(js)))
 }
 
 // subClientID is the default --client-id of `kraken sub --resume`: derived

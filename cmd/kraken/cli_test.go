@@ -72,7 +72,14 @@ func newCLIEnvWith(t *testing.T, cfg func(*server.Config)) *cliEnv {
 // run runs the binary to completion.
 func (e *cliEnv) run(env []string, args ...string) (code int, stdout, stderr string) {
 	e.t.Helper()
+	return e.runWithInput(nil, env, args...)
+}
+
+// runWithInput is run with stdin as the binary's standard input.
+func (e *cliEnv) runWithInput(stdin io.Reader, env []string, args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
 	cmd := exec.Command(e.bin, args...)
+	cmd.Stdin = stdin
 	cmd.Env = append(os.Environ(), append([]string{"KRAKEN_URL=" + e.url, "KRAKEN_TOKEN="}, env...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

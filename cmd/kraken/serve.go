@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	// Started only now: a reload runs the hub's revalidation (OnChange).
 	reloader := reloadOnSignal(ctx, hup, backend.reload)
 	defer func() { <-reloader }() // before backend.close
-	log.Info("kraken started", zap.String("version", version), zap.Int("workers", workers),
+	log.Info("kraken started", zap.String("version", version), zap.Int("pid", os.Getpid()), zap.Int("workers", workers),
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))
 	<-ctx.Done()
 	log.Info("shutting down")

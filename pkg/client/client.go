@@ -87,6 +87,18 @@ type Meta struct {
 	IsReplay bool
 }
 
+// Hydration is a `hydration` frame: the answer of the hydration webhook
+// the broker called after a subscribe (protocol.md §5.3).
+type Hydration struct {
+	// Pattern is the subscribed topic as sent, e.g. "demo/general/history";
+	// "" from a broker that sends only Topic.
+	Pattern string
+	// Topic is the last level of the subscribed topic, e.g. "history".
+	Topic string
+	// Data is the webhook's answer as one MessagePack value.
+	Data Data
+}
+
 // Handler receives the messages of one subscription: data is the raw
 // MessagePack value (see Data.Decode). Handlers run one at a time on the
 // client's handler goroutine, never on the reader, and may call the
@@ -364,10 +376,11 @@ func (c *Client) lost(cn *conn, cause error) {
 	if c.status == StatusClosed {
 		return
 	}
-	c.failPendingLocked(ErrDisconnected)
+	lostErr := disconnected(cause)
+	c.failPendingLocked(lostErr)
 	if c.opts.DisableReconnect {
 		c.status = StatusDisconnected
-		c.failSubWaitersLocked(ErrDisconnected)
+		c.failSubWaitersLocked(lostErr)
 	} else {
 		c.status = StatusReconnecting
 		c.wg.Add(1)
@@ -586,6 +599,14 @@ func (c *Client) handleFrame(f *inFrame) {
 		c.mu.Unlock()
 	case "error":
 		c.onErrorFrame(f)
+	case "hydration":
+		if h := c.opts.OnHydration; h != nil {
+			hy := Hydration{Pattern: f.pattern, Topic: f.topic, Data: Data(f.data)}
+			if hy.Data == nil {
+				hy.Data = nilData
+			}
+			c.emit(func() { h(hy) })
+		}
 	case "replayStart":
 		c.onReplayStart(f)
 	case "replayEnd":

@@ -20,6 +20,11 @@ const writeTimeout = 10 * time.Second
 // maxInbound bounds one inbound message.
 const maxInbound = 16 << 20
 
+// lostWait bounds how long a request whose write failed waits for the
+// reader to learn why the connection ended (a close frame already on its
+// way, read after the write failed).
+const lostWait = time.Second
+
 // conn is one WebSocket connection.
 type conn struct {
 	nc   net.Conn
@@ -27,6 +32,33 @@ type conn struct {
 	wmu  sync.Mutex
 	done chan struct{}
 	once sync.Once
+
+	causeMu sync.Mutex
+	cause   error // why the connection ended, as its reader saw it
+}
+
+// setCause records why the connection ended; the first cause stays.
+func (cn *conn) setCause(err error) {
+	cn.causeMu.Lock()
+	defer cn.causeMu.Unlock()
+	if cn.cause == nil {
+		cn.cause = err
+	}
+}
+
+// lostError is the error of a request whose write on cn failed: it waits
+// up to lostWait for the reader to see the end of the connection, so a
+// close frame the broker sent before it hung up is reported, not lost.
+func (cn *conn) lostError() error {
+	t := time.NewTimer(lostWait)
+	defer t.Stop()
+	select {
+	case <-cn.done:
+	case <-t.C:
+	}
+	cn.causeMu.Lock()
+	defer cn.causeMu.Unlock()
+	return disconnected(cn.cause)
 }
 
 // write sends one binary message (masked, as a client must).
@@ -44,14 +76,24 @@ func (cn *conn) writeControl(op ws.OpCode, p []byte) error {
 	return ws.WriteFrame(cn.nc, ws.MaskFrame(ws.NewFrame(op, true, p)))
 }
 
+// tryWriteControl writes a control frame, bounded by a short deadline,
+// unless another write is in progress: a frame cannot go in the middle of
+// another, and the connection is ending anyway.
+func (cn *conn) tryWriteControl(op ws.OpCode, p []byte) {
+	if !cn.wmu.TryLock() {
+		return
+	}
+	defer cn.wmu.Unlock()
+	_ = cn.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = ws.WriteFrame(cn.nc, ws.MaskFrame(ws.NewFrame(op, true, p)))
+}
+
 // closeWith sends a close frame with code (unless code is 0, or a write is
-// stuck; bounded by a short deadline) and closes the socket, once.
+// in progress) and closes the socket, once.
 func (cn *conn) closeWith(code ws.StatusCode, reason string) {
 	cn.once.Do(func() {
-		if code != 0 && cn.wmu.TryLock() {
-			_ = cn.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_ = ws.WriteFrame(cn.nc, ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(code, reason))))
-			cn.wmu.Unlock()
+		if code != 0 {
+			cn.tryWriteControl(ws.OpClose, ws.NewCloseFrameBody(code, reason))
 		}
 		_ = cn.nc.Close()
 		close(cn.done)
@@ -64,13 +106,17 @@ func (c *Client) dial(ctx context.Context, reconnect bool) (*conn, Info, error) 
 	defer cancel()
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	defer stop()
-	d := ws.Dialer{Timeout: c.opts.DialTimeout}
+	diag := &dialDiag{}
+	d := ws.Dialer{Timeout: c.opts.DialTimeout, NetDial: diag.netDial, OnStatusError: diag.onStatusError}
 	nc, br, _, err := d.Dial(ctx, c.opts.URL)
 	if err != nil {
 		if c.isClosed() {
 			return nil, Info{}, ErrClosed
 		}
-		return nil, Info{}, fmt.Errorf("client: dial %s: %w", c.opts.URL, err)
+		return nil, Info{}, fmt.Errorf("client: dial %s: %w", c.opts.URL, diag.explain(c.opts.URL, err))
+	}
+	if diag.raw != nil {
+		diag.raw.stopped = true
 	}
 	if br == nil {
 		br = bufio.NewReader(nc)
@@ -168,8 +214,11 @@ func control(cn *conn, h ws.Header, r io.Reader) error {
 	case ws.OpPing:
 		return cn.writeControl(ws.OpPong, p)
 	case ws.OpClose:
+		// The answer is not waited for: a publish too large for the
+		// broker may still be writing (the broker closed with 1009 in the
+		// middle of it), and the close frame is what explains its failure.
 		code, reason := ws.ParseCloseFrameData(p)
-		_ = cn.writeControl(ws.OpClose, ws.NewCloseFrameBody(code, ""))
+		cn.tryWriteControl(ws.OpClose, ws.NewCloseFrameBody(code, ""))
 		if code == 0 {
 			code = ws.StatusNoStatusRcvd
 		}
@@ -192,6 +241,7 @@ func (c *Client) readLoop(cn *conn) {
 		}
 		payload, op, err := c.nextMessage(cn, rd)
 		if err != nil {
+			cn.setCause(err)
 			c.lost(cn, err)
 			return
 		}

@@ -27,6 +27,16 @@
 // Options.RequestTimeout (10 s). Emit is the fire-and-forget publish: it
 // returns once the frame is written, and a refusal goes to Options.OnError.
 //
+// A request lost with its connection returns an error that matches
+// ErrDisconnected and wraps why the connection ended: a *CloseError with
+// the broker's close code and reason when the broker closed it (1009 frame
+// too large for a message over its frame limit, 4001 token_revoked, 1012
+// when it shuts down). A Connect that fails before the WebSocket is open
+// returns a *HandshakeError when the server answered the upgrade with an
+// HTTP status and its reason (kraken answers a path other than /ws with
+// 404), and a *TLSMismatchError when the URL's scheme and the server
+// disagree about TLS (wss:// against a plain port, ws:// against TLS).
+//
 // Publish data is encoded by Marshal: nil is sent as the MessagePack nil
 // (never dropped), a Data is sent verbatim, msgp-generated types encode
 // themselves, and other values are encoded as encoding/json would render
@@ -91,7 +101,8 @@
 // by its first live connection.
 //
 // The callbacks OnConnect, OnDisconnect, OnReconnecting and OnError report
-// these events. A heartbeat (an empty binary frame) is sent every 30 s
+// these events; OnHydration receives the answers of an app's hydration
+// webhook that the broker sends after a subscribe. A heartbeat (an empty binary frame) is sent every 30 s
 // (Options.HeartbeatInterval), which also keeps the broker's 60 s idle
 // timeout away.
 //

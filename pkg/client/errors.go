@@ -103,13 +103,39 @@ var (
 	ErrAlreadyConnected = errors.New("client: already connected")
 	// ErrDisconnected is returned by a request whose connection was lost
 	// before the broker answered: the request may or may not have taken
-	// effect.
+	// effect. The error returned matches it with errors.Is and, when the
+	// client knows why the connection ended, wraps that reason: a
+	// *CloseError (errors.As) when the broker closed it, e.g. 1009 for a
+	// message larger than the broker's frame limit.
 	ErrDisconnected = errors.New("client: connection lost before the broker answered")
 	// ErrReconnectFailed is reported (through Options.OnError and
 	// OnDisconnect) when MaxReconnectAttempts attempts have failed; the
 	// client is then disconnected and Connect may be called again.
 	ErrReconnectFailed = errors.New("client: reconnect attempts exhausted")
 )
+
+// disconnectedError is ErrDisconnected with the reason the connection
+// ended.
+type disconnectedError struct{ cause error }
+
+func (e *disconnectedError) Error() string {
+	return ErrDisconnected.Error() + ": " + strings.TrimPrefix(e.cause.Error(), "client: ")
+}
+
+// Is makes errors.Is(err, ErrDisconnected) hold.
+func (e *disconnectedError) Is(target error) bool { return target == ErrDisconnected }
+
+// Unwrap returns the reason, so errors.As finds a *CloseError.
+func (e *disconnectedError) Unwrap() error { return e.cause }
+
+// disconnected is the error of the requests lost with a connection that
+// ended for cause (nil when unknown).
+func disconnected(cause error) error {
+	if cause == nil {
+		return ErrDisconnected
+	}
+	return &disconnectedError{cause: cause}
+}
 
 // SlowConsumerError is reported through Options.OnError when deliveries
 // were dropped because the handler queue (Options.HandlerQueueSize) was full:
@@ -124,9 +150,13 @@ func (e *SlowConsumerError) Error() string {
 }
 
 // CloseError is how a connection ended when the broker sent a WebSocket
-// close frame, e.g. 4001 token_revoked or 1001 when the broker shuts down.
+// close frame, e.g. 4001 token_revoked, 1009 frame too large, or 1012 when
+// the broker shuts down. OnDisconnect receives it, and the requests lost
+// with the connection return it wrapped in ErrDisconnected.
 type CloseError struct {
-	Code   int
+	// Code is the close code; 1005 (no status) when the frame had none.
+	Code int
+	// Reason is the close frame's reason text, e.g. "frame too large".
 	Reason string
 }
 

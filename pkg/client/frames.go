@@ -11,6 +11,7 @@ import (
 type inFrame struct {
 	typ                                 string
 	topic                               string
+	pattern                             string // hydration
 	hasTopic                            bool
 	data                                []byte // raw msgpack, aliasing the frame
 	msgID, filter, from, fromType       string
@@ -55,6 +56,8 @@ func parseFrame(b []byte) (*inFrame, error) {
 			f.typ, _ = str(v)
 		case "topic":
 			f.topic, f.hasTopic = str(v)
+		case "pattern":
+			f.pattern, _ = str(v)
 		case "data":
 			f.data = v
 		case "msgId":

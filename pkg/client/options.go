@@ -113,6 +113,11 @@ type Options struct {
 	// OnLobbyPresence receives lobby presence events (protocol.md §7.4);
 	// needs a broker with presence.
 	OnLobbyPresence func(LobbyPresenceEvent)
+	// OnHydration receives the `hydration` frames the broker sends after a
+	// subscribe whose app has a hydration webhook: the webhook's answer,
+	// sent once, after the broker confirmed the subscription (kraken's
+	// docs/backends.md, "Webhooks"). Without it they are dropped.
+	OnHydration func(Hydration)
 	// OnReplay runs once per `replayEnd` the broker sends, after the
 	// handlers of the replayed messages that came before it: on a
 	// reconnect that resumed a session (see the package documentation,

@@ -129,7 +129,7 @@ func (c *Client) GetPresence(ctx context.Context, roomID string) ([]PresenceMemb
 		e.str("roomId", roomID)
 	}
 	if err := cn.write(e.bytes()); err != nil {
-		return nil, ErrDisconnected
+		return nil, cn.lostError()
 	}
 	ctx, cancel := c.requestCtx(ctx)
 	defer cancel()
@@ -194,7 +194,7 @@ func (c *Client) lobbyRequest(ctx context.Context, typ, reply, lobbyID string) (
 	c.lobbyW[lobbyID] = append(c.lobbyW[lobbyID], r)
 	c.mu.Unlock()
 	if err := cn.write(newFrame(typ).str("lobbyId", lobbyID).bytes()); err != nil {
-		return nil, ErrDisconnected
+		return nil, cn.lostError()
 	}
 	ctx, cancel := c.requestCtx(ctx)
 	defer cancel()

@@ -37,7 +37,7 @@ func (c *Client) Publish(ctx context.Context, topic string, data any, opts ...Pu
 	c.mu.Unlock()
 	if err := cn.write(publishFrame(topic, raw, &o)); err != nil {
 		c.forgetPub(o.msgRef)
-		return ErrDisconnected
+		return cn.lostError()
 	}
 	ctx, cancel := c.requestCtx(ctx)
 	defer cancel()
@@ -72,7 +72,7 @@ func (c *Client) Emit(topic string, data any, opts ...PublishOption) error {
 		return err
 	}
 	if err := cn.write(publishFrame(topic, raw, &o)); err != nil {
-		return ErrDisconnected
+		return cn.lostError()
 	}
 	return nil
 }

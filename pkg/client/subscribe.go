@@ -144,7 +144,7 @@ func (c *Client) SetFilterSet(ctx context.Context, topic string, fs FilterSet) e
 	c.mu.Unlock()
 	frame := newFrame("setFilters").str("topic", topic).raw("filters", appendFilterSet(nil, fs)).bytes()
 	if err := cn.write(frame); err != nil {
-		return ErrDisconnected
+		return cn.lostError()
 	}
 	ctx, cancel := c.requestCtx(ctx)
 	defer cancel()

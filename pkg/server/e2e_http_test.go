@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,30 @@ func TestHTTPMalformedRequestLineIsBadRequest(t *testing.T) {
 	resp, _ := httpExchange(t, s, "THIS IS NOT HTTP AT ALL\r\n\r\n")
 	if resp.StatusCode != 400 {
 		t.Fatalf("status = %d, want 400", resp.StatusCode)
+	}
+}
+
+// A wss:// client on this plain port is refused at the first byte of its
+// ClientHello with a plain 400 saying so, which its TLS library reports at
+// once instead of waiting for the handshake deadline.
+func TestHTTPTLSClientHelloIsRefusedAtOnce(t *testing.T) {
+	s := start(t, nil)
+	resp, body := httpExchange(t, s, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+	if resp.StatusCode != 400 || !strings.Contains(body, "not TLS (wss://)") {
+		t.Fatalf("ClientHello = %d %q, want 400 saying the port is not TLS", resp.StatusCode, body)
+	}
+
+	tc := tls.Client(dialTCP(t, s), &tls.Config{ServerName: "kraken.test"})
+	defer tc.Close()
+	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+	began := time.Now()
+	err := tc.Handshake()
+	var rh tls.RecordHeaderError
+	if !errors.As(err, &rh) || string(rh.RecordHeader[:]) != "HTTP/" {
+		t.Fatalf("TLS handshake: %v, want the plain HTTP answer", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("refused after %v", d)
 	}
 }
 

@@ -20,9 +20,21 @@ var (
 	healthResponse = []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}")
 )
 
+// tlsHandshakeRecord is the first byte of a TLS ClientHello (the content
+// type of a handshake record); no HTTP request starts with it.
+const tlsHandshakeRecord = 0x16
+
 // handshake handles the HTTP request at the start of b once it is complete
 // (protocol.md §1.1, §5.5). It returns 0 while the request is incomplete.
+// A TLS ClientHello (a wss:// client on this plain port) is refused at its
+// first byte: it carries no blank line and would otherwise wait for the
+// handshake deadline, and the client's TLS library reports the plain HTTP
+// answer at once ("first record does not look like a TLS handshake").
 func (s *Server) handshake(st *connState, b []byte) int {
+	if len(b) > 0 && b[0] == tlsHandshakeRecord {
+		s.rejectRequest(st, 400, "this port speaks plain HTTP and WebSocket (ws://), not TLS (wss://)")
+		return len(b)
+	}
 	end := bytes.Index(b, crlfcrlf)
 	if end < 0 {
 		if len(b) > s.cfg.MaxHeaderBytes {
