@@ -65,7 +65,7 @@ func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 			}
 			return p
 		}},
-		{disconnect.AuthFailures, 4003, "too_many_auth_failures", func(t *testing.T, s *Server) *testpeer.Peer {
+		{disconnect.AuthFailures, 4004, "too_many_auth_failures", func(t *testing.T, s *Server) *testpeer.Peer {
 			p := testpeer.Dial(t, s.Addr().String())
 			for i := 0; i < 5; i++ {
 				p.Send("type", "auth", "token", "wrong")

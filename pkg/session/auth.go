@@ -20,9 +20,9 @@ import (
 const authTimeout = 5 * time.Second
 
 // authenticate handles the first `auth` (protocol.md §2.1–§2.4): a
-// KindAuthFailed reply, closing with 4003 after Config.MaxAuthFailures of
-// them (OQ-65), or the session installed, a KindAuthOK reply and the
-// restored subscriptions (§2.6).
+// KindAuthFailed reply, closing with 4004 after Config.MaxAuthFailures of
+// them (OQ-65, amended), or the session installed, a KindAuthOK reply and
+// the restored subscriptions (§2.6).
 func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	g, reason, err := p.validate(cmd)
 	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
