@@ -61,7 +61,9 @@ type Grant struct {
 	// ExpiresAt is when the validated token expires (the HTTP backend's
 	// auth_expires_at, a client token's JWT exp); the zero time when the
 	// backend gives none, as the token file never does. Only Validate sets
-	// it: a revalidation is about the actor, not a token.
+	// it: a revalidation is about the actor, not a token. A connection is
+	// closed with 4003 token_expired at this time, and a token already past
+	// it is refused with access_denied (protocol.md "Auth").
 	ExpiresAt time.Time
 }
 

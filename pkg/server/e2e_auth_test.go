@@ -110,6 +110,7 @@ func TestAuthMessagesBeforeAuthGetNotAuthenticated(t *testing.T) {
 		{name: "subscribe", give: []any{"type", "subscribe", "topic", "demo/general/x"}},
 		{name: "publish", give: []any{"type", "publish", "topic", "demo/general/x", "data", "hi"}},
 		{name: "auth without token", give: []any{"type", "auth", "reconnect", true}},
+		{name: "reauth", give: []any{"type", "reauth", "token", "dev-token-alice"}},
 		{name: "unknown type", give: []any{"type", "whatever"}},
 		{name: "no type", give: []any{"token", "dev-token-alice"}},
 	} {

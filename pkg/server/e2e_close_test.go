@@ -14,8 +14,9 @@ import (
 
 // Close codes: one case per reason of the disconnect table, each provoked
 // over a real socket (protocol-decisions.md D-5 amended; docs/protocol.md
-// "Close codes"). TokenRevoked is provoked in e2e_revalidate_test.go and
-// SlowConsumer below, each needing more setup than a row.
+// "Close codes"). TokenRevoked is provoked in e2e_revalidate_test.go,
+// TokenExpired in e2e_expiry_test.go and SlowConsumer below, each needing
+// more setup than a row.
 
 func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 	fast := func(c *Config) {

@@ -60,7 +60,8 @@ type Config struct {
 	// 0 means 1000.
 	ErrorFloodLimit int
 	// MaxAuthFailures closes a connection with 4004 too_many_auth_failures
-	// after this many failed auth attempts (OQ-65, amended); 0 means 5.
+	// after this many failed auth attempts, refused reauth tokens included
+	// (OQ-65, amended); 0 means 5.
 	MaxAuthFailures int
 	// MaxHeaderBytes bounds the HTTP upgrade request; 0 means 8 KiB.
 	MaxHeaderBytes int
