@@ -58,6 +58,13 @@ type Grant struct {
 	// §4.2); kept for resumable sessions.
 	PersistentSession bool
 	SessionExpiry     time.Duration
+	// ExpiresAt is when the validated token expires (the HTTP backend's
+	// auth_expires_at, a client token's JWT exp); the zero time when the
+	// backend gives none, as the token file never does. Only Validate sets
+	// it: a revalidation is about the actor, not a token. A connection is
+	// closed with 4003 token_expired at this time, and a token already past
+	// it is refused with access_denied (protocol.md "Auth").
+	ExpiresAt time.Time
 }
 
 // App returns the app with id, or nil.

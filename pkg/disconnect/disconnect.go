@@ -44,11 +44,16 @@ const (
 	TooManyErrors
 	// AuthTimeout: no successful auth within the auth deadline (OQ-44).
 	AuthTimeout
-	// AuthFailures: too many failed auth attempts (OQ-65).
+	// AuthFailures: too many failed auth attempts (OQ-65, amended: 4004,
+	// as @nolag/js-sdk 1.14 reads 4003 as an expired token).
 	AuthFailures
 	// TokenRevoked: a revalidation found the token no longer valid
 	// (protocol.md §4.9); the text may carry the backend's reason.
 	TokenRevoked
+	// TokenExpired: the expiry the auth backend gave the connection's token
+	// passed (OQ-65, amended); @nolag/js-sdk 1.14 reconnects at once with a
+	// fresh token on 4003 (protocol.md §12.5).
+	TokenExpired
 	// ProtocolError: an RFC 6455 violation; the text names it.
 	ProtocolError
 	// InvalidPayload: invalid UTF-8 in a text frame or close reason.
@@ -86,8 +91,9 @@ var table = [numReasons]entry{
 	InputOverflow:    {ws.StatusPolicyViolation, "input_overflow", true, "input_overflow"},
 	TooManyErrors:    {ws.StatusPolicyViolation, "too_many_errors", true, "too_many_errors"},
 	AuthTimeout:      {4008, "auth_timeout", true, "auth_timeout"},
-	AuthFailures:     {4003, "too_many_auth_failures", false, "auth_failures"},
+	AuthFailures:     {4004, "too_many_auth_failures", false, "auth_failures"},
 	TokenRevoked:     {4001, "token_revoked", false, "token_revoked"},
+	TokenExpired:     {4003, "token_expired", true, "token_expired"},
 	ProtocolError:    {ws.StatusProtocolError, "protocol error", false, "protocol_error"},
 	InvalidPayload:   {ws.StatusInvalidFramePayloadData, "invalid UTF-8", false, "invalid_payload"},
 	TooLarge:         {ws.StatusMessageTooBig, "frame too large", false, "too_large"},
@@ -102,8 +108,9 @@ func (r Reason) Code() ws.StatusCode { return r.entry().code }
 func (r Reason) Text() string { return r.entry().text }
 
 // Reconnect reports whether a client closed for r should reconnect: the
-// cause is on the server's side or passes with time. Clients closed for a
-// fault of their own (a protocol error, a revoked token) would meet it again.
+// cause is on the server's side, passes with time, or goes away with a
+// fresh token (an expired one). Clients closed for a fault of their own (a
+// protocol error, a revoked token) would meet it again.
 func (r Reason) Reconnect() bool { return r.entry().reconnect }
 
 // String returns r's label, a stable snake_case word for logs and counter

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,31 @@ type Session struct {
 	LimitOrg string
 	// ValidatedAt is when the grant was last (re)validated, in unix ns.
 	ValidatedAt int64
+	// ExpiresAt is when the connection's token expires, in unix seconds
+	// (the resolution of a JWT's exp); 0 when the auth backend gave no
+	// expiry. The worker's sweep closes an authenticated connection at or
+	// past it with 4003 token_expired (OQ-65, amended). Set at auth and by
+	// an accepted reauth; a revalidation, which is about the actor and not
+	// its token, keeps it. 32 bits keep Session at 48 bytes (TestConnSize);
+	// use ExpirySeconds to fill it.
+	ExpiresAt uint32
 	// Version is the negotiated protocol version, 1 or 2 (protocol.md §2.7).
 	Version uint8
+}
+
+// ExpirySeconds returns t as a Session.ExpiresAt, rounded up to the next
+// whole second (never before t): 0 for the zero time (no expiry), 1 for a
+// time at or before the epoch (already expired), and math.MaxUint32 (early
+// 2106) for a later one than that holds.
+func ExpirySeconds(t time.Time) uint32 {
+	if t.IsZero() {
+		return 0
+	}
+	sec := t.Unix()
+	if t.Nanosecond() > 0 {
+		sec++
+	}
+	return uint32(min(max(sec, 1), math.MaxUint32))
 }
 
 // Phase is where a connection is in its lifecycle.
@@ -103,11 +127,11 @@ func (c *Conn) SetSession(s *Session) { c.sess.Store(s) }
 
 // CompareAndSwapSession installs new if old is still the session in force,
 // and reports whether it did. It is how an installed session changes: the
-// session layer's revalidation (on c's worker) and its subscribe cache-miss
-// fallback (on c's reader) both change it, concurrently. The rule: load
-// Session, build new from a copy of it (a Session is never modified once
-// installed), swap; when the swap fails another change got in first, so
-// load again and rebuild from that one. A change built from a session no
+// session layer's revalidation (on c's worker), its subscribe cache-miss
+// fallback and its reauth (both on c's reader) change it, concurrently.
+// The rule: load Session, build new from a copy of it (a Session is never
+// modified once installed), swap; when the swap fails another change got
+// in first, so load again and rebuild from that one. A change built from a session no
 // longer in force is never installed, so none is lost.
 func (c *Conn) CompareAndSwapSession(old, new *Session) bool {
 	return c.sess.CompareAndSwap(old, new)

@@ -37,7 +37,8 @@
 //
 // There is no goroutine and no timer per connection. Each worker has one
 // ticker; on each tick it sweeps its connections for the handshake deadline,
-// the auth deadline, the idle timeout and due token revalidations. Its one
+// the auth deadline, the token's expiry (Session.ExpiresAt), the idle
+// timeout and due token revalidations. Its one
 // retry timer serves all its connections with full sockets.
 //
 // Lock order: Conn.wmu before inbox.mu. Nothing is called with inbox.mu held.

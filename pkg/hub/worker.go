@@ -340,8 +340,9 @@ func (w *worker) unregister(c *Conn) {
 	}
 }
 
-// sweep enforces the deadlines and schedules revalidations. One pass over the
-// worker's connections per tick; no per-connection timers.
+// sweep enforces the deadlines (token expiry included) and schedules
+// revalidations. One pass over the worker's connections per tick; no
+// per-connection timers.
 func (w *worker) sweep(now time.Time) {
 	ns := now.UnixNano()
 	cfg := &w.h.cfg
@@ -369,7 +370,12 @@ func (w *worker) sweep(now time.Time) {
 				continue
 			}
 		case PhaseAuthed:
-			if s := c.Session(); s != nil && !c.revalidate && cfg.Revalidate != nil &&
+			s := c.Session()
+			if s != nil && s.ExpiresAt != 0 && now.Unix() >= int64(s.ExpiresAt) {
+				c.closeWith(disconnect.New(disconnect.TokenExpired))
+				continue
+			}
+			if s != nil && !c.revalidate && cfg.Revalidate != nil &&
 				(w.forceRevalidate || ns-s.ValidatedAt >= int64(cfg.RevalidateInterval)) {
 				c.revalidate = true
 				due = append(due, c)

@@ -46,7 +46,7 @@ func newDescs() descs {
 		inputPauses:    n("input_pauses_total", "Times a connection's socket stopped being read because the workers were behind (input flow control: TCP slows its client down)."),
 		receivedBytes:  n("received_bytes_total", "Bytes read from client sockets and processed (requests and frames, headers included)."),
 
-		authResults:      n("auth_results_total", "auth frames by backend and outcome: ok, denied, org_limit, unavailable (connection_failed), error (authentication_failed).", "backend", "outcome"),
+		authResults:      n("auth_results_total", "auth and reauth frames by backend, type and outcome: ok, denied, org_limit (auth), mismatch (reauth: actor_mismatch), unavailable (connection_failed), error (authentication_failed).", "backend", "type", "outcome"),
 		authDuration:     n("auth_duration_seconds", "Time to validate a token: token cache, token file or auth service.", "backend"),
 		breakerOpen:      n("auth_breaker_open", "1 while the HTTP auth service's circuit breaker fails calls fast.", "backend"),
 		tokenCache:       n("token_cache_entries", "Validated tokens held in the token cache (expired ones until evicted)."),

@@ -168,8 +168,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	// Auth.
 	backend := src.AuthBackend
-	for o := 1; o < session.NumAuthOutcomes; o++ {
-		counter(d.authResults, st.Auth[o], backend, session.AuthOutcome(o).String())
+	for _, o := range session.AuthOutcomes {
+		counter(d.authResults, st.Auth[o], backend, "auth", o.String())
+	}
+	for _, o := range session.ReauthOutcomes {
+		counter(d.authResults, st.Reauth[o], backend, "reauth", o.String())
 	}
 	buckets := make(map[float64]uint64, len(session.AuthBuckets))
 	for i, ub := range session.AuthBuckets {

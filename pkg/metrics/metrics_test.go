@@ -175,8 +175,8 @@ func TestRefusedTokenIsCounted(t *testing.T) {
 		outcome string
 		delta   float64
 	}{{"denied", 1}, {"ok", 1}, {"unavailable", 0}, {"error", 0}, {"org_limit", 0}} {
-		got := value(t, after, "kraken_auth_results_total", "backend", "static", "outcome", c.outcome) -
-			value(t, before, "kraken_auth_results_total", "backend", "static", "outcome", c.outcome)
+		got := value(t, after, "kraken_auth_results_total", "backend", "static", "type", "auth", "outcome", c.outcome) -
+			value(t, before, "kraken_auth_results_total", "backend", "static", "type", "auth", "outcome", c.outcome)
 		if got != c.delta {
 			t.Errorf("auth_results_total{outcome=%q} moved by %v, want %v", c.outcome, got, c.delta)
 		}
@@ -186,6 +186,37 @@ func TestRefusedTokenIsCounted(t *testing.T) {
 	}
 	if v := value(t, after, "kraken_connections_authenticated"); v != 1 {
 		t.Errorf("connections_authenticated = %v, want 1", v)
+	}
+}
+
+// TestReauthIsCounted: reauth frames move
+// kraken_auth_results_total{type="reauth"} by outcome (a token of the same
+// actor ok, another actor's mismatch, an unknown one denied), and leave
+// the auth frames' series alone.
+func TestReauthIsCounted(t *testing.T) {
+	b := start(t)
+	p := testpeer.Dial(t, b.srv.Addr().String())
+	p.Auth("tok-sub")
+	before := b.scrape(t)
+	for _, c := range []struct{ token, error string }{{"tok-sub", ""}, {"tok-fast", "actor_mismatch"}, {"no-such-token", "access_denied"}} {
+		p.Send("type", "reauth", "token", c.token)
+		if c.error == "" {
+			p.ExpectFields("type", "reauth", "success", true)
+		} else {
+			p.ExpectFields("type", "reauth", "success", false, "error", c.error)
+		}
+	}
+	after := b.scrape(t)
+	for _, c := range []struct {
+		typ, outcome string
+		delta        float64
+	}{{"reauth", "ok", 1}, {"reauth", "mismatch", 1}, {"reauth", "denied", 1}, {"reauth", "unavailable", 0},
+		{"reauth", "error", 0}, {"auth", "ok", 0}, {"auth", "denied", 0}} {
+		got := value(t, after, "kraken_auth_results_total", "backend", "static", "type", c.typ, "outcome", c.outcome) -
+			value(t, before, "kraken_auth_results_total", "backend", "static", "type", c.typ, "outcome", c.outcome)
+		if got != c.delta {
+			t.Errorf("auth_results_total{type=%q,outcome=%q} moved by %v, want %v", c.typ, c.outcome, got, c.delta)
+		}
 	}
 }
 

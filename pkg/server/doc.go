@@ -16,7 +16,9 @@
 //	| handshake  | bytes arrive                 | whole request buffered? route / upgrade        |
 //	| open       | binary/text frame            | decode, auth (first frame), else not_authenticated |
 //	| authed     | subscribe/publish/...        | checks, then hub.Subscribe / hub.Publish       |
+//	| authed     | reauth                       | new token validated, same actor: grants swapped |
 //	| any        | idle, deadline, revocation   | closed by the worker's sweep, never a timer    |
+//	| authed     | token expiry passed          | closed by the sweep with 4003 token_expired    |
 //	| closing    | a disconnect reason decided  | close frame after the queue, FIN, input discarded |
 //	| closed     | peer FIN, or CloseTimeout    | hub.Closed: writes stop, tables cleaned        |
 //

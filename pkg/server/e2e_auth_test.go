@@ -88,7 +88,7 @@ func TestAuthTokenSentAsBinIsAccepted(t *testing.T) {
 	p.ExpectFields("type", "auth", "success", true, "actorTokenId", "alice")
 }
 
-func TestAuthFiveFailuresCloseWith4003(t *testing.T) {
+func TestAuthFiveFailuresCloseWith4004(t *testing.T) {
 	s := start(t, nil)
 	p := testpeer.Dial(t, s.Addr().String())
 	for i := 1; i <= 4; i++ {
@@ -98,7 +98,7 @@ func TestAuthFiveFailuresCloseWith4003(t *testing.T) {
 	expectPong(t, p) // four failures leave the socket open
 	p.Send("type", "auth", "token", "wrong-5")
 	p.ExpectFields("type", "auth", "success", false, "error", "access_denied")
-	expectCloseCode(t, p, 4003, "too_many_auth_failures")
+	expectCloseCode(t, p, 4004, "too_many_auth_failures")
 	p.ExpectEOF(5 * time.Second)
 }
 
@@ -110,6 +110,7 @@ func TestAuthMessagesBeforeAuthGetNotAuthenticated(t *testing.T) {
 		{name: "subscribe", give: []any{"type", "subscribe", "topic", "demo/general/x"}},
 		{name: "publish", give: []any{"type", "publish", "topic", "demo/general/x", "data", "hi"}},
 		{name: "auth without token", give: []any{"type", "auth", "reconnect", true}},
+		{name: "reauth", give: []any{"type", "reauth", "token", "dev-token-alice"}},
 		{name: "unknown type", give: []any{"type", "whatever"}},
 		{name: "no type", give: []any{"token", "dev-token-alice"}},
 	} {

@@ -14,8 +14,9 @@ import (
 
 // Close codes: one case per reason of the disconnect table, each provoked
 // over a real socket (protocol-decisions.md D-5 amended; docs/protocol.md
-// "Close codes"). TokenRevoked is provoked in e2e_revalidate_test.go and
-// SlowConsumer below, each needing more setup than a row.
+// "Close codes"). TokenRevoked is provoked in e2e_revalidate_test.go,
+// TokenExpired in e2e_expiry_test.go and SlowConsumer below, each needing
+// more setup than a row.
 
 func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 	fast := func(c *Config) {
@@ -65,7 +66,7 @@ func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 			}
 			return p
 		}},
-		{disconnect.AuthFailures, 4003, "too_many_auth_failures", func(t *testing.T, s *Server) *testpeer.Peer {
+		{disconnect.AuthFailures, 4004, "too_many_auth_failures", func(t *testing.T, s *Server) *testpeer.Peer {
 			p := testpeer.Dial(t, s.Addr().String())
 			for i := 0; i < 5; i++ {
 				p.Send("type", "auth", "token", "wrong")

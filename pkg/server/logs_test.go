@@ -132,8 +132,8 @@ func TestPolicyCloseIsLoggedAtInfo(t *testing.T) {
 		p.Send("type", "auth", "token", "wrong-token")
 		p.ExpectFields("type", "auth", "success", false)
 	}
-	if code, _ := p.ExpectClose(); code != 4003 {
-		t.Fatalf("close %d, want 4003", code)
+	if code, _ := p.ExpectClose(); code != 4004 {
+		t.Fatalf("close %d, want 4004", code)
 	}
 	if n := len(waitLog(t, logs, "auth refused", 5)); n != 5 {
 		t.Errorf("%d auth refused lines, want 5", n)

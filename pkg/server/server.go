@@ -59,8 +59,9 @@ type Config struct {
 	// provokes more error frames than this in one second, answered or not;
 	// 0 means 1000.
 	ErrorFloodLimit int
-	// MaxAuthFailures closes a connection with 4003 after this many failed
-	// auth attempts (OQ-65); 0 means 5.
+	// MaxAuthFailures closes a connection with 4004 too_many_auth_failures
+	// after this many failed auth attempts, refused reauth tokens included
+	// (OQ-65, amended); 0 means 5.
 	MaxAuthFailures int
 	// MaxHeaderBytes bounds the HTTP upgrade request; 0 means 8 KiB.
 	MaxHeaderBytes int

@@ -20,9 +20,9 @@ import (
 const authTimeout = 5 * time.Second
 
 // authenticate handles the first `auth` (protocol.md §2.1–§2.4): a
-// KindAuthFailed reply, closing with 4003 after Config.MaxAuthFailures of
-// them (OQ-65), or the session installed, a KindAuthOK reply and the
-// restored subscriptions (§2.6).
+// KindAuthFailed reply, closing with 4004 after Config.MaxAuthFailures of
+// them (OQ-65, amended), or the session installed, a KindAuthOK reply and
+// the restored subscriptions (§2.6).
 func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	g, reason, err := p.validate(cmd)
 	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
@@ -30,16 +30,14 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		reason = wire.ErrConnectionLimitReached
 	}
 	if reason != "" {
-		p.refusedAuth(st, reason, err) // counted and logged once (stats.go)
+		p.refusedAuth(st, "auth", reason, err) // counted and logged once (log.go)
 		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, reason), Err: &wire.Error{Err: reason}})
-		st.failures++
-		if int(st.failures) >= p.cfg.MaxAuthFailures {
-			out.Disconnect(disconnect.New(disconnect.AuthFailures))
-		}
+		p.failedAuth(st, out)
 		return
 	}
 	version := min(max(cmd.ProtocolVersion, 1), 2)
-	sess := &hub.Session{Grant: g, Version: uint8(version), ValidatedAt: time.Now().UnixNano()}
+	sess := &hub.Session{Grant: g, Version: uint8(version), ValidatedAt: time.Now().UnixNano(),
+		ExpiresAt: hub.ExpirySeconds(g.ExpiresAt)}
 	if g.MaxConnections > 0 && g.OrganizationID != "" {
 		sess.LimitOrg = g.OrganizationID
 	}
@@ -71,9 +69,21 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	}
 }
 
+// failedAuth counts one failed auth attempt of the connection of st (an
+// `auth`, or a `reauth` whose token was refused) and closes it with 4004
+// too_many_auth_failures at Config.MaxAuthFailures (OQ-65, amended).
+func (p *Protocol) failedAuth(st *State, out Sink) {
+	st.failures++
+	if int(st.failures) >= p.cfg.MaxAuthFailures {
+		out.Disconnect(disconnect.New(disconnect.AuthFailures))
+	}
+}
+
 // validate asks the auth backend about the token; reason is "" on success,
 // else the `error` of the auth reply (protocol.md §2.4, OQ-29), with the
-// backend's error when it failed (logged once by the caller).
+// backend's error when it failed (logged once by the caller). A grant whose
+// token is past the expiry the backend gave it (auth.Grant.ExpiresAt: a
+// token cache hit, a backend that does not check) is access_denied.
 func (p *Protocol) validate(cmd *wire.Command) (*auth.Grant, string, error) {
 	if !cmd.TokenIsString {
 		return nil, wire.ErrAccessDenied, nil
@@ -84,6 +94,8 @@ func (p *Protocol) validate(cmd *wire.Command) (*auth.Grant, string, error) {
 	g, err := p.cfg.Auth.Validate(ctx, cmd.Token)
 	p.obs.authLatency.observe(time.Since(began))
 	switch {
+	case err == nil && g != nil && !g.ExpiresAt.IsZero() && !began.Before(g.ExpiresAt):
+		return nil, wire.ErrAccessDenied, nil
 	case err == nil && g != nil:
 		return g, "", nil
 	case errors.Is(err, auth.ErrDenied):

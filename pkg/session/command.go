@@ -12,9 +12,10 @@ import (
 
 // Handle runs one decoded command of the connection of st, whose transport
 // is out (protocol.md §2–§7). Before auth only an `auth` with a token is
-// taken (§2.1); anything else is answered not_authenticated. After auth,
-// unknown types are ignored for forward compatibility (OQ-46). It runs on
-// the connection's reader; cmd is not kept.
+// taken (§2.1); anything else, a `reauth` included, is answered
+// not_authenticated. After auth a `reauth` replaces the connection's token
+// (reauth.go), and unknown types are ignored for forward compatibility
+// (OQ-46). It runs on the connection's reader; cmd is not kept.
 func (p *Protocol) Handle(st *State, out Sink, cmd *wire.Command) {
 	if st.Conn.Phase() != hub.PhaseAuthed {
 		if cmd.Type == "auth" && cmd.HasToken {
@@ -28,6 +29,8 @@ func (p *Protocol) Handle(st *State, out Sink, cmd *wire.Command) {
 	case "auth":
 		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, wire.ErrAlreadyAuthenticated),
 			Err: &wire.Error{Err: wire.ErrAlreadyAuthenticated}})
+	case "reauth":
+		p.reauth(st, out, cmd)
 	case "subscribe":
 		p.subscribe(st, out, cmd)
 	case "unsubscribe":

@@ -1,5 +1,6 @@
 // Package session is kraken's session protocol, once for every transport:
-// authentication (protocol.md §2), grant checks and topic resolution (§4),
+// authentication (protocol.md §2) and reauth, a new token on a live
+// connection (docs/protocol.md "Auth"), grant checks and topic resolution (§4),
 // subscribe, unsubscribe and filters (§3.3, §6.9), publish with its limits
 // (rate window §6.10, size §6.11, error budgets OQ-67, subscription caps),
 // store records and acks (§6.4–§6.5), control-plane reports and webhooks

@@ -113,18 +113,22 @@ func refusalFields(r Refusal, e *wire.Error) []zap.Field {
 	return extra
 }
 
-// refusedAuth counts and logs a failed `auth`, at info (each is an answer
-// the client reads, and a connection gets at most Config.MaxAuthFailures of
-// them), or at warn when the backend failed rather than refused: then err
-// is its error.
-func (p *Protocol) refusedAuth(st *State, reason string, err error) {
+// refusedAuth counts and logs a failed `auth` or `reauth` (typ), at info
+// (each is an answer the client reads, and a connection gets at most
+// Config.MaxAuthFailures of them), or at warn when the backend failed
+// rather than refused: then err is its error.
+func (p *Protocol) refusedAuth(st *State, typ, reason string, err error) {
 	outcome := authOutcomeOf(reason)
-	p.obs.auth[outcome].Add(1)
+	counts, msg := &p.obs.auth, "auth refused"
+	if typ == "reauth" {
+		counts, msg = &p.obs.reauth, "reauth refused"
+	}
+	counts[outcome].Add(1)
 	level := zapcore.InfoLevel
 	if outcome == AuthUnavailable || outcome == AuthError {
 		level = zapcore.WarnLevel
 	}
-	ce := p.log.Check(level, "auth refused")
+	ce := p.log.Check(level, msg)
 	if ce == nil {
 		return
 	}

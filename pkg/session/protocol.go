@@ -52,8 +52,9 @@ type Config struct {
 	// ErrorFloodLimit closes, with 1008 too_many_errors, a connection that
 	// provokes more error frames than this in one second; 0 means 1000.
 	ErrorFloodLimit int
-	// MaxAuthFailures closes a connection with 4003 after this many failed
-	// auth attempts (OQ-65); 0 means 5.
+	// MaxAuthFailures closes a connection with 4004 too_many_auth_failures
+	// after this many failed auth attempts (OQ-65, amended), a reauth whose
+	// token is refused counting as one; 0 means 5.
 	MaxAuthFailures int
 	// Control is the control plane's batcher (protocol.md §5.2); nil
 	// reports nothing and blocks nothing. The caller starts and closes it.

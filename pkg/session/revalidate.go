@@ -101,9 +101,10 @@ func (p *Protocol) applyRevalidation(c *hub.Conn, actor string, a revalidation) 
 
 // updateSession installs change applied to a copy of c's session in force
 // and returns what it installed. When another change got in between
-// (widenGrant on c's reader), change is applied again to that one
-// (hub.Conn.CompareAndSwapSession), so neither is lost; change must depend
-// only on what it is given. LimitOrg and Version carry over.
+// (widenGrant or reauth on c's reader, a revalidation on c's worker),
+// change is applied again to that one (hub.Conn.CompareAndSwapSession), so
+// neither is lost; change must depend only on what it is given. LimitOrg
+// and Version carry over, and so does ExpiresAt unless change sets it.
 func updateSession(c *hub.Conn, change func(*hub.Session)) *hub.Session {
 	for {
 		cur := c.Session()

@@ -30,11 +30,12 @@ const (
 	KindHydration                      // `hydration`, a hydration webhook's answer (§5.3)
 	KindDisconnect                     // `disconnect`, just before a 4001 close (OQ-62)
 	KindReplay                         // `replayStart`, a replayed `message`, `replayEnd` (OQ-33), to a resumed session
+	KindReauth                         // `reauth`, accepted or refused (docs/protocol.md "Auth"); Reply.Err is a refusal
 )
 
 // Reply is one frame the session sends a client: its kind and its
 // MessagePack payload as protocol.md defines it, built once by the session.
-// Err is set for KindError and KindAuthFailed.
+// Err is set for KindError, KindAuthFailed and a refused KindReauth.
 type Reply struct {
 	Kind    Kind
 	Payload []byte
@@ -79,7 +80,7 @@ func frameFor(c *hub.Conn, r Reply) []byte {
 }
 
 var kindNames = [...]string{"", "authOK", "authFailed", "error", "published", "subscribed", "unsubscribed",
-	"filtersUpdated", "presenceList", "lobby", "presence", "hydration", "disconnect", "replay"}
+	"filtersUpdated", "presenceList", "lobby", "presence", "hydration", "disconnect", "replay", "reauth"}
 
 // String returns the kind's name, e.g. "subscribed".
 func (k Kind) String() string {

@@ -78,17 +78,19 @@ func classifyPublish(e *wire.Error) Refusal {
 	return RefuseBadRequest
 }
 
-// AuthOutcome is the result of one `auth`; its String is the `outcome`
-// label.
+// AuthOutcome is the result of one `auth` or `reauth`; its String is the
+// `outcome` label. AuthOutcomes and ReauthOutcomes say which apply to
+// which.
 type AuthOutcome uint8
 
 // The auth outcomes.
 const (
 	AuthOK          AuthOutcome = iota + 1 // accepted
-	AuthDenied                             // unknown token, or a token that is not a string (access_denied)
+	AuthDenied                             // unknown or expired token, or a token that is not a string (access_denied)
 	AuthOrgLimit                           // the organisation holds its maximum of connections
 	AuthUnavailable                        // the auth service could not be reached (connection_failed)
 	AuthError                              // the backend failed or answered badly (authentication_failed)
+	AuthMismatch                           // a reauth token of another actor, organisation, project or app (actor_mismatch)
 
 	numAuthOutcomes
 )
@@ -96,7 +98,17 @@ const (
 // NumAuthOutcomes is one more than the largest AuthOutcome.
 const NumAuthOutcomes = int(numAuthOutcomes)
 
-var authLabels = [numAuthOutcomes]string{"", "ok", "denied", "org_limit", "unavailable", "error"}
+var authLabels = [numAuthOutcomes]string{"", "ok", "denied", "org_limit", "unavailable", "error", "mismatch"}
+
+// AuthOutcomes are the outcomes of an `auth`: the `outcome` values of
+// kraken_auth_results_total{type="auth"} (docs/operations.md).
+var AuthOutcomes = [...]AuthOutcome{AuthOK, AuthDenied, AuthOrgLimit, AuthUnavailable, AuthError}
+
+// ReauthOutcomes are the outcomes of a `reauth` that carried a token: the
+// `outcome` values of kraken_auth_results_total{type="reauth"}. The
+// connection already holds its organisation slot, so there is no
+// org_limit.
+var ReauthOutcomes = [...]AuthOutcome{AuthOK, AuthDenied, AuthMismatch, AuthUnavailable, AuthError}
 
 // String returns the outcome's label, e.g. "denied".
 func (o AuthOutcome) String() string {
@@ -117,6 +129,8 @@ func authOutcomeOf(reason string) AuthOutcome {
 		return AuthOrgLimit
 	case wire.ErrConnectionFailed:
 		return AuthUnavailable
+	case wire.ErrActorMismatch:
+		return AuthMismatch
 	}
 	return AuthError
 }
@@ -196,10 +210,11 @@ func (l *latency) snapshot() Histogram {
 // Stats is a snapshot of the session's counters and gauges; see
 // pkg/metrics for the metric each one becomes.
 type Stats struct {
-	// Auth counts `auth` commands by outcome; AuthLatency times the
-	// validations that reached the Authenticator (cache included).
-	Auth        [NumAuthOutcomes]uint64
-	AuthLatency Histogram
+	// Auth counts `auth` commands by outcome, Reauth `reauth` commands with
+	// a token; AuthLatency times the validations of both that reached the
+	// Authenticator (cache included).
+	Auth, Reauth [NumAuthOutcomes]uint64
+	AuthLatency  Histogram
 	// PublishRefused and SubscribeRefused count refusals by reason.
 	PublishRefused, SubscribeRefused [NumRefusals]uint64
 	// Published and PublishedBytes count accepted publishes and the bytes
@@ -215,6 +230,7 @@ type Stats struct {
 // counters holds the session's counters. The zero value is ready to use.
 type counters struct {
 	auth          [numAuthOutcomes]atomic.Uint64
+	reauth        [numAuthOutcomes]atomic.Uint64
 	authLatency   latency
 	pubRefused    [numRefusals]atomic.Uint64
 	subRefused    [numRefusals]atomic.Uint64
@@ -232,6 +248,7 @@ func (p *Protocol) Stats() Stats {
 		RemoteDropped: o.remoteDropped.Load()}
 	for i := range st.Auth {
 		st.Auth[i] = o.auth[i].Load()
+		st.Reauth[i] = o.reauth[i].Load()
 	}
 	for i := range st.PublishRefused {
 		st.PublishRefused[i] = o.pubRefused[i].Load()

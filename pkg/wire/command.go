@@ -11,10 +11,10 @@ type Command struct {
 	// Type is the `type` string; "" when the key is absent (protocol.md §3.1).
 	Type string
 
-	// Token is the auth `token` when it is a string. HasToken reports that
-	// the key is present at all, whatever its type (nil included);
-	// TokenIsString that it is a string. A non-string token is looked up,
-	// finds nothing and gets access_denied (protocol.md §2.1).
+	// Token is the auth or reauth `token` when it is a string. HasToken
+	// reports that the key is present at all, whatever its type (nil
+	// included); TokenIsString that it is a string. A non-string token is
+	// looked up, finds nothing and gets access_denied (protocol.md §2.1).
 	Token         string
 	HasToken      bool
 	TokenIsString bool

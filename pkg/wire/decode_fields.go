@@ -24,6 +24,7 @@ const (
 	kindGetLobbyPresence
 	kindAck
 	kindBatchAck
+	kindReauth
 )
 
 // lookupType returns the type string and its kind. Known types return a
@@ -54,6 +55,8 @@ func lookupType(s []byte) (string, cmdKind) {
 		return "ack", kindAck
 	case "batchAck":
 		return "batchAck", kindBatchAck
+	case "reauth":
+		return "reauth", kindReauth
 	}
 	return string(s), kindUnknown
 }

@@ -94,6 +94,11 @@ func TestDecodeFrames(t *testing.T) {
 			want: cmd("auth", func(c *Command) { c.HasToken = true }),
 		},
 		{
+			name: "reauth carries its token",
+			give: enc(kv{"type", "reauth", "token", "eyJ.new.token"}),
+			want: cmd("reauth", func(c *Command) { c.Token, c.HasToken, c.TokenIsString = "eyJ.new.token", true, true }),
+		},
+		{
 			name: "reconnect must be literal true",
 			give: enc(kv{"type", "auth", "reconnect", "true"}),
 			want: cmd("auth", nil),

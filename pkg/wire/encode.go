@@ -87,6 +87,30 @@ func AppendAuthFailed(b []byte, reason string) []byte {
 	return appendStr(b, "error", reason)
 }
 
+// AppendReauthOK appends {type:"reauth", success:true}, the answer to an
+// accepted reauth (docs/protocol.md "Auth"; @nolag/js-sdk 1.14 reads only
+// success, protocol.md §12.5).
+func AppendReauthOK(b []byte) []byte {
+	b = msgp.AppendMapHeader(b, 2)
+	b = appendType(b, "reauth")
+	b = msgp.AppendString(b, "success")
+	return msgp.AppendBool(b, true)
+}
+
+// AppendReauthFailed appends {type:"reauth", success:false, error:reason,
+// code}, the answer to a refused reauth: reason is one of ErrBadRequest,
+// ErrAccessDenied, ErrActorMismatch, ErrAuthenticationFailed and
+// ErrConnectionFailed, code its CodeBadRequest … CodeServiceUnavailable.
+func AppendReauthFailed(b []byte, reason string, code int) []byte {
+	b = msgp.AppendMapHeader(b, 4)
+	b = appendType(b, "reauth")
+	b = msgp.AppendString(b, "success")
+	b = msgp.AppendBool(b, false)
+	b = appendStr(b, "error", reason)
+	b = msgp.AppendString(b, "code")
+	return appendInt(b, int64(code))
+}
+
 // AppendSubscribed appends {type:"subscribed", topic, loadBalance}, topic
 // being the pattern as sent (protocol.md §3.2).
 func AppendSubscribed(b []byte, topic string, loadBalance bool) []byte {

@@ -56,6 +56,8 @@ var encoderCases = []struct {
 		return AppendHydration(b, "messages", "demo/general/messages", []byte{0x81, 0xa4, 'l', 'a', 's', 't', 0xa2, 'h', 'i'})
 	}},
 	{"auth_already_authenticated", func(b []byte) []byte { return AppendAuthFailed(b, ErrAlreadyAuthenticated) }},
+	{"reauth_ok", AppendReauthOK},
+	{"reauth_actor_mismatch", func(b []byte) []byte { return AppendReauthFailed(b, ErrActorMismatch, CodeForbidden) }},
 	{"subscribed", func(b []byte) []byte { return AppendSubscribed(b, "demo/general/messages", false) }},
 	{"subscribed_load_balanced", func(b []byte) []byte { return AppendSubscribed(b, "demo/jobs", true) }},
 	{"unsubscribed", func(b []byte) []byte { return AppendUnsubscribed(b, "demo/general/messages") }},

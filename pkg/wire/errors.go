@@ -44,6 +44,27 @@ const (
 	CodeInvalidFilter = 42960
 )
 
+// Numeric codes of a refused reauth, {type:"reauth", success:false, error,
+// code} (docs/protocol.md "Auth"): the HTTP status the refusal corresponds
+// to, times 100, as the upstream HTTP publish API numbers its errors
+// (protocol.md Appendix A: 400/40000, 401/40100, 403/40300, 503/50300).
+const (
+	// CodeBadRequest goes with ErrBadRequest: a reauth without a token.
+	CodeBadRequest = 40000
+	// CodeUnauthorized goes with ErrAccessDenied: the auth backend does not
+	// know the token, it is not a string, or it has expired.
+	CodeUnauthorized = 40100
+	// CodeForbidden goes with ErrActorMismatch: the token is valid but not
+	// the connection's actor's.
+	CodeForbidden = 40300
+	// CodeBadGateway goes with ErrAuthenticationFailed: the auth backend
+	// failed or answered unusably.
+	CodeBadGateway = 50200
+	// CodeServiceUnavailable goes with ErrConnectionFailed: the auth
+	// service could not be reached or did not answer in time.
+	CodeServiceUnavailable = 50300
+)
+
 // Values of the `error` field of error frames and failed auth replies
 // (protocol.md §2.4, §3.4; protocol-decisions.md D-3, OQ-5, OQ-13, OQ-45,
 // OQ-46).
@@ -75,8 +96,13 @@ const (
 	ErrInvalidFilter = "invalid_filter"
 	// ErrAlreadyAuthenticated answers a second auth (OQ-13).
 	ErrAlreadyAuthenticated = "already_authenticated"
-	// ErrAccessDenied is the auth failure for an unknown token (§2.4).
+	// ErrAccessDenied is the auth failure for an unknown token (§2.4), or
+	// one past the expiry its auth backend gave it.
 	ErrAccessDenied = "access_denied"
+	// ErrActorMismatch refuses a reauth whose token belongs to another
+	// actor, organisation, project or app than the connection's
+	// (CodeForbidden).
+	ErrActorMismatch = "actor_mismatch"
 	// ErrConnectionLimitReached is the auth failure when the organisation
 	// holds its maximum number of connections (§2.4).
 	ErrConnectionLimitReached = "connection_limit_reached"

@@ -250,6 +250,39 @@ func (d attrDecoder) seconds(o object, key string) time.Duration {
 	return 0
 }
 
+// maxUnixSeconds is the last second of year 9999, the bound of RFC 3339.
+const maxUnixSeconds = 253402300799
+
+// expiry returns o[key] as a time: a JSON number of unix seconds > 0 (a
+// client token's JWT exp, as nolag-core sends auth_expires_at) or an RFC
+// 3339 string ("2031-01-01T00:00:00.000Z"). Absent or null is the zero time,
+// no expiry; so is anything else, with a debug line.
+func (d attrDecoder) expiry(o object, key string) time.Time {
+	const want = "unix seconds > 0 or an RFC 3339 time"
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return time.Time{}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+		d.ignore(key, raw, want)
+		return time.Time{}
+	}
+	n, ok := d.number(o, key, want)
+	if !ok {
+		return time.Time{}
+	}
+	if f, err := n.Float64(); err == nil && f > 0 && f <= maxUnixSeconds {
+		sec, frac := math.Modf(f)
+		return time.Unix(int64(sec), int64(frac*1e9))
+	}
+	d.ignore(key, json.RawMessage(n), want)
+	return time.Time{}
+}
+
 // array returns the elements of o[key] when it is an array.
 func (d attrDecoder) array(o object, key string) []json.RawMessage {
 	raw, ok := o[key]

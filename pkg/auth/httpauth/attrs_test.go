@@ -62,6 +62,7 @@ var fixtureGrant = &auth.Grant{
 	RateLimit:         20,
 	PersistentSession: true,
 	SessionExpiry:     time.Hour,
+	ExpiresAt:         time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC),
 	Apps: []auth.App{
 		{
 			ID: "app_support", Name: "support",
@@ -108,13 +109,54 @@ func TestClientAttrsFixture(t *testing.T) {
 	}
 
 	// The same attributes at the top level of a revalidate answer give the
-	// same Grant.
+	// same Grant, but for the token's expiry: a revalidation is about the
+	// actor, not a token.
 	s.setHandler(reply(200, `{"valid":true,`+strings.TrimPrefix(strings.TrimSpace(attrs), "{")))
 	g2, err := b.Revalidate(bg, fixtureGrant.ActorTokenID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffGrant(t, g2, fixtureGrant)
+	noExpiry := *fixtureGrant
+	noExpiry.ExpiresAt = time.Time{}
+	diffGrant(t, g2, &noExpiry)
+}
+
+// TestAuthExpiresAt: /validate's auth_expires_at is the token's expiry, as
+// unix seconds (nolag-core: a client token's JWT exp) or an RFC 3339
+// string; absent, null or unusable is no expiry.
+func TestAuthExpiresAt(t *testing.T) {
+	tests := []struct {
+		name string
+		give string // the value of auth_expires_at; "" leaves it out
+		want time.Time
+	}{
+		{"absent", "", time.Time{}},
+		{"null", `null`, time.Time{}},
+		{"unix seconds", `1924992000`, time.Unix(1924992000, 0)},
+		{"fractional seconds", `1924992000.5`, time.Unix(1924992000, 5e8)},
+		{"RFC 3339", `"2031-01-01T00:00:00.000Z"`, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"zero", `0`, time.Time{}},
+		{"negative", `-5`, time.Time{}},
+		{"past year 9999", `1e12`, time.Time{}},
+		{"not a time", `"tomorrow"`, time.Time{}},
+		{"boolean", `true`, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			attrs := `"actor_token_id":"a"`
+			if tt.give != "" {
+				attrs += `,"auth_expires_at":` + tt.give
+			}
+			s := newAuthServer(t, plainHTTP, reply(200, `{"result":"allow","client_attrs":{`+attrs+`}}`))
+			g, err := newBackend(t, s, Config{}).Validate(bg, "tok")
+			if err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if !g.ExpiresAt.Equal(tt.want) {
+				t.Fatalf("ExpiresAt = %v, want %v", g.ExpiresAt, tt.want)
+			}
+		})
+	}
 }
 
 // diffGrant reports every field of got that differs from want.

@@ -13,7 +13,8 @@
 // the base URL is kept (OQ-28); certificates are verified unless
 // Config.InsecureSkipVerify (OQ-30); malformed answers
 // are failed validations, never crashes (OQ-29); scope_id, scope_name,
-// rate_limit and explicit lobby room_ids are read (OQ-40, OQ-6, OQ-19); an
+// rate_limit and explicit lobby room_ids are read (OQ-40, OQ-6, OQ-19), and
+// so is /validate's auth_expires_at, the token's expiry (OQ-65, amended); an
 // empty secret sends no Authorization header instead of "Bearer ".
 //
 // # Errors

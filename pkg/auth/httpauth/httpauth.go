@@ -245,7 +245,9 @@ func parseBase(raw string) (*url.URL, error) {
 
 // Validate asks POST {base}/validate with {"accessToken": token}
 // (protocol.md §5.1). A 200 answer {"result":"allow","client_attrs":{…}}
-// gives the Grant built from client_attrs (§4.2, §5.1).
+// gives the Grant built from client_attrs (§4.2, §5.1), with ExpiresAt from
+// client_attrs.auth_expires_at (unix seconds or an RFC 3339 string; absent
+// or null: no expiry).
 //
 // Errors: result "deny", null or absent → wraps auth.ErrDenied
 // ("access_denied"); another status, invalid JSON, a result other than
@@ -289,7 +291,9 @@ func (b *Backend) Validate(ctx context.Context, token string) (*auth.Grant, erro
 	if !ok {
 		return nil, malformed(endpointValidate, "client_attrs has no actor_token_id string")
 	}
-	return d.grant(attrs, actor), nil
+	g := d.grant(attrs, actor)
+	g.ExpiresAt = d.expiry(attrs, "auth_expires_at")
+	return g, nil
 }
 
 // Revalidate asks POST {base}/revalidate with {"actorTokenId": id}
