@@ -17,9 +17,13 @@ package js_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +125,87 @@ func TestOfficialSDK(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTokenRefresh runs testdata/reauth.mjs on @nolag/js-sdk 1.14.0: bob
+// with a token provider minting unsigned JWT-shaped tokens that expire 10 s
+// after they are minted, against a broker whose HTTP auth service gives each
+// token its exp as auth_expires_at (docs/backends.md), as nolag-core does.
+// The SDK refreshes its token 30 s before exp, and at the earliest 5 s after
+// it connected: here 5 s after each connect or refresh, each time with a
+// token from its provider in {type:"reauth", token} on the live connection.
+//
+//   - accepted: kraken answers {type:"reauth", success:true}; the SDK keeps
+//     its connection (no second connect, no close), past the first token's
+//     expiry (which an accepted reauth replaces; without it kraken would
+//     close with 4003), and a message published then arrives on it.
+//   - refused: the provider's second token is carol's; kraken answers
+//     {type:"reauth", success:false, error:"actor_mismatch", code:40300},
+//     and the SDK closes with 1000 token_refresh and reconnects at once
+//     with the provider's next token (bob's again), subscribes again in its
+//     connect handler and receives.
+func TestTokenRefresh(t *testing.T) {
+	e := needEnv(t)
+	js := e.sdk(t, "1.14.0")
+	js.write(t, "reauth.mjs", read(t, filepath.Join("testdata", "reauth.mjs")))
+	const arrived = "bob got: { text: 'after the refresh' }"
+
+	t.Run("accepted", func(t *testing.T) {
+		t.Parallel()
+		svc, b := startJWTBroker(t, e.bin, "bob")
+		p := js.start(t, "reauth.mjs", "KRAKEN_URL="+b.url(), "ACTORS=bob", "TOKEN_SECONDS=10")
+		refreshed := []string{`sdk received: {"type":"reauth","success":true}`, "sdk: Client token refreshed in-band"}
+		start := append([]string{"token 1: bob", "connect", "subscribed", "token 2: bob"}, refreshed...)
+		p.expectStart(t, b, start, 15*time.Second)
+		tokens := svc.tokens()
+		if len(tokens) < 2 || tokens[0] != (jwtClaims{"bob", tokens[0].Exp, 1}) || tokens[1] != (jwtClaims{"bob", tokens[1].Exp, 2}) {
+			t.Fatalf("the auth service validated %+v, want bob's tokens 1 and 2 first", tokens)
+		}
+		// kraken closes a connection within a second of its token's expiry.
+		time.Sleep(time.Until(time.Unix(tokens[0].Exp, 0).Add(1500 * time.Millisecond)))
+		b.publish(t, "demo/general/messages", `{"text":"after the refresh"}`)
+		p.waitFor(func(lines []string) bool { return slices.Contains(lines, arrived) }, 5*time.Second)
+		// After the start: the message, and further refreshes only.
+		lines := p.stdout.lines()
+		for i, line := range lines {
+			minted := strings.HasPrefix(line, "token ") && strings.HasSuffix(line, ": bob")
+			if i < len(start) && line != start[i] || i >= len(start) && line != arrived && !minted && !slices.Contains(refreshed, line) {
+				t.Fatalf("node reauth.mjs printed\n%s\nwant %q, then %q once and further refreshes only\nbroker:\n%s",
+					p, start, arrived, b.log.text())
+			}
+		}
+		n := 0
+		for _, line := range lines {
+			if line == arrived {
+				n++
+			}
+		}
+		if n != 1 || len(p.stderr.lines()) != 0 {
+			t.Fatalf("node reauth.mjs printed\n%s\nwant %q once and nothing on stderr\nbroker:\n%s", p, arrived, b.log.text())
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		svc, b := startJWTBroker(t, e.bin, "bob", "carol")
+		p := js.start(t, "reauth.mjs", "KRAKEN_URL="+b.url(), "ACTORS=bob,carol,bob", "TOKEN_SECONDS=10")
+		want := []string{"token 1: bob", "connect", "subscribed", "token 2: carol",
+			`sdk received: {"type":"reauth","success":false,"error":"actor_mismatch","code":40300}`,
+			"sdk: Reauth rejected: actor_mismatch",
+			"sdk: In-band reauth unavailable, refreshing via reconnect",
+			"sdk: Reconnecting with refreshed client token",
+			"token 3: bob", "connect", "subscribed"}
+		p.expectStart(t, b, want, 15*time.Second)
+		b.publish(t, "demo/general/messages", `{"text":"after the refresh"}`)
+		p.expect(t, b, append(want, arrived), nil)
+		var subs []string
+		for _, c := range svc.tokens() {
+			subs = append(subs, c.Sub)
+		}
+		if !slices.Equal(subs, []string{"bob", "carol", "bob"}) {
+			t.Fatalf("the auth service validated the tokens of %q, want bob, carol, bob", subs)
+		}
+	})
 }
 
 // TestReadmeMatchesQuickstart: the README's two programs are the
@@ -416,6 +501,30 @@ func (p *proc) expectStdout(t *testing.T, b *broker, stdout []string, wait time.
 	}
 }
 
+// expectStart is expectStdout for the first lines printed: it waits, at
+// most wait, until the program has printed as many lines as wanted, then
+// fails the test unless the first ones are those wanted.
+func (p *proc) expectStart(t *testing.T, b *broker, stdout []string, wait time.Duration) {
+	t.Helper()
+	p.wait(len(stdout), 0, wait)
+	if lines := p.stdout.lines(); len(lines) < len(stdout) || !slices.Equal(lines[:len(stdout)], stdout) {
+		t.Fatalf("node %s printed\n%s\nwant first\nstdout: %q\nbroker:\n%s", p.name, p, stdout, b.log.text())
+	}
+}
+
+// waitFor waits, at most wait, until the program's stdout lines satisfy
+// ok or it exits.
+func (p *proc) waitFor(ok func(lines []string) bool, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) && !ok(p.stdout.lines()) {
+		select {
+		case <-p.done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (p *proc) wait(stdout, stderr int, wait time.Duration) {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
@@ -465,9 +574,10 @@ func (o *output) lines() []string {
 }
 
 // broker is a kraken process on a fixed loopback port, with the demo
-// tokens.
+// tokens or the settings env.
 type broker struct {
 	bin, addr, authFile string
+	env                 []string
 	log                 *output
 	cmd                 *exec.Cmd
 	done                chan struct{}
@@ -476,13 +586,15 @@ type broker struct {
 
 func (b *broker) url() string { return "ws://" + b.addr + "/ws" }
 
-func startBroker(t *testing.T, bin, authFile string) *broker {
+// startBroker starts a broker with the token file authFile (none when
+// empty) and the settings env (NAME=value) added.
+func startBroker(t *testing.T, bin, authFile string, env ...string) *broker {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &broker{bin: bin, addr: ln.Addr().String(), authFile: authFile, log: &output{}}
+	b := &broker{bin: bin, addr: ln.Addr().String(), authFile: authFile, env: env, log: &output{}}
 	ln.Close()
 	b.start(t)
 	t.Cleanup(func() {
@@ -501,13 +613,16 @@ func startBroker(t *testing.T, bin, authFile string) *broker {
 var healthClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // start starts the broker and waits, at most 10 s, until /health answers.
-// Its environment is only what is set here, whatever the test's.
+// Its environment is only what is set here and b.env, whatever the test's.
 func (b *broker) start(t *testing.T) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(b.addr)
 	cmd := exec.Command(b.bin)
-	cmd.Env = []string{"WS_HOST=127.0.0.1", "WS_PORT=" + port, "AUTH_FILE=" + b.authFile,
-		"ADMIN_ADDR=off", "LOG_FORMAT=console"}
+	cmd.Env = []string{"WS_HOST=127.0.0.1", "WS_PORT=" + port, "ADMIN_ADDR=off", "LOG_FORMAT=console"}
+	if b.authFile != "" {
+		cmd.Env = append(cmd.Env, "AUTH_FILE="+b.authFile)
+	}
+	cmd.Env = append(cmd.Env, b.env...)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -547,5 +662,96 @@ func (b *broker) stop(t *testing.T) {
 	b.cmd = nil
 	if err := b.err; err != nil {
 		t.Fatalf("the broker stopped with %v:\n%s", err, b.log.text())
+	}
+}
+
+// internalSecret is the INTERNAL_SECRET of the brokers startJWTBroker
+// starts, for their POST /internal/publish.
+const internalSecret = "sdk-test-internal-secret"
+
+// startJWTBroker starts a jwtAuthService allowing the tokens of actors, and
+// a broker using it (AUTH_BACKEND=http) with POST /internal/publish on.
+func startJWTBroker(t *testing.T, bin string, actors ...string) (*jwtAuthService, *broker) {
+	t.Helper()
+	svc := &jwtAuthService{actors: actors}
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close) // after the broker's cleanup: it is registered first
+	b := startBroker(t, bin, "", "AUTH_BACKEND=http", "AUTH_HTTP_URL="+srv.URL+"/v1/kraken",
+		"INTERNAL_SECRET="+internalSecret)
+	return svc, b
+}
+
+// jwtAuthService is an HTTP auth service (docs/backends.md) for unsigned
+// JWT-shaped tokens (header.payload.sig, base64url): /validate allows a
+// token whose payload's sub is one of actors, as that actor of demo-org,
+// demo-project and demo-app with pubSub on demo/general/#, and gives its
+// exp as auth_expires_at; it denies any other token and every other
+// request.
+type jwtAuthService struct {
+	actors    []string
+	mu        sync.Mutex
+	validated []jwtClaims // the tokens allowed, in the order asked
+}
+
+// jwtClaims is what testdata/reauth.mjs puts in a token: its actor, its
+// expiry (unix seconds) and its number among the tokens it minted.
+type jwtClaims struct {
+	Sub string `json:"sub"`
+	Exp int64  `json:"exp"`
+	N   int    `json:"n"`
+}
+
+func (a *jwtAuthService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AccessToken string `json:"accessToken"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	w.Header().Set("Content-Type", "application/json")
+	var c jwtClaims
+	parts := strings.Split(req.AccessToken, ".")
+	if len(parts) == 3 {
+		if payload, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+			_ = json.Unmarshal(payload, &c)
+		}
+	}
+	if r.URL.Path != "/v1/kraken/validate" || !slices.Contains(a.actors, c.Sub) || c.Exp == 0 {
+		_, _ = w.Write([]byte(`{"result":"deny"}`))
+		return
+	}
+	a.mu.Lock()
+	a.validated = append(a.validated, c)
+	a.mu.Unlock()
+	fmt.Fprintf(w, `{"result":"allow","client_attrs":{"actor_token_id":%q,"organization_id":"demo-org",
+		"project_id":"demo-project","auth_expires_at":%d,"apps":[{"app_id":"demo-app","app_name":"demo",
+		"allowed_topics":[{"pattern":"demo/general/#","permission":"pubSub"}]}]}}`, c.Sub, c.Exp)
+}
+
+// tokens returns the tokens the service allowed, in the order asked.
+func (a *jwtAuthService) tokens() []jwtClaims {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.validated)
+}
+
+// publish publishes the JSON payload to the subscribers of the demo-app
+// pattern topic through POST /internal/publish.
+func (b *broker) publish(t *testing.T, topic, payload string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"pattern":%q,"appId":"demo-app","payload":%s}`, topic, payload)
+	req, err := http.NewRequest(http.MethodPost, "http://"+b.addr+"/internal/publish", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+internalSecret)
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST /internal/publish: %v\nbroker:\n%s", err, b.log.text())
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /internal/publish: %s %s\nbroker:\n%s", resp.Status, answer, b.log.text())
 	}
 }
