@@ -11,6 +11,7 @@ import "time"
 func (c *Conn) Adopt(t Transport, specs []SubSpec) *Conn {
 	c.w.mustOwn("Adopt")
 	w := c.w
+	w.h.forms.register(t.Encoding())
 	now := time.Now().UnixNano()
 	n := &Conn{ID: w.h.nextID.Add(1), t: t, enc: t.Encoding().ID(), w: w, created: now, idx: -1}
 	n.lastRead.Store(now)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gobwas/ws"
 	"golang.org/x/sys/unix"
 
 	"github.com/NoLagApp/kraken/pkg/wire"
@@ -56,8 +55,16 @@ func benchWorker(tb testing.TB, n int, withFeatures bool) (*worker, *Publication
 	}
 	msg := wire.Message{Topic: "demo/general/bench", Data: make([]byte, 100), From: "alice", FromType: "actor", Timestamp: 1, MsgID: "3f2a0000-0000-4000-8000-000000000000"}
 	p := &Publication{Key: "app/demo/general/bench", Topic: msg.Topic, Msg: msg, Echo: true}
-	p.Frame = wsframe.Framed(ws.OpBinary, 256, func(b []byte) []byte { return wire.AppendMessage(b, &p.Msg) })
-	return w, p
+	return w, withForms(p)
+}
+
+// withForms builds p's frames as Hub.Publish does for subscribers that are
+// all on devNull (encoding 0, plain), for benchmarks that call fanOut
+// directly.
+func withForms(p *Publication) *Publication {
+	p.forms = &built{}
+	p.forms.frames[0] = wsframe.Encoding{}.Message(&p.Msg)
+	return p
 }
 
 // BenchmarkFanout measures one publication delivered to every subscriber of

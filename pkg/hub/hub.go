@@ -207,6 +207,7 @@ type Hub struct {
 	stats   counters
 	in      *interest // nil with more than maxInterestWorkers workers: every publication goes to every worker
 	flow    inflow
+	forms   forms // what Publish encodes before fanning out
 	wg      sync.WaitGroup
 	bg      sync.WaitGroup // revalidation goroutines
 	stop    chan struct{}
@@ -236,6 +237,7 @@ func (h *Hub) Start() {
 // Register creates the record of a newly accepted connection, written
 // through t, and hands it to a worker (round-robin). It never blocks.
 func (h *Hub) Register(t Transport) *Conn {
+	h.forms.register(t.Encoding())
 	id := h.nextID.Add(1)
 	now := time.Now().UnixNano()
 	c := &Conn{ID: id, t: t, enc: t.Encoding().ID(), qos1: qos1Capable(t), w: h.workers[id%uint64(len(h.workers))],
@@ -336,12 +338,20 @@ func (h *Hub) Busy() bool {
 func (h *Hub) Publish(p *Publication) {
 	h.stats.pubs.Add(1)
 	if h.in == nil || p.Retain || p.ClearRetained || p.StoreOnly {
+		if !p.StoreOnly {
+			h.forms.build(p)
+		}
 		for _, w := range h.workers {
 			w.in.push(op{kind: opPublish, pub: p})
 		}
 		return
 	}
-	for m := h.in.workers(p.Key); m != 0; m &= m - 1 {
+	m := h.in.workers(p.Key)
+	if m == 0 {
+		return // nobody here can take it: nothing is encoded
+	}
+	h.forms.build(p)
+	for ; m != 0; m &= m - 1 {
 		h.workers[bits.TrailingZeros64(m)].in.push(op{kind: opPublish, pub: p})
 	}
 }
@@ -367,6 +377,7 @@ func (h *Hub) PublishGroup(p *Publication, name, key string) { h.Redeliver(p, na
 // (pkg/resume, protocol.md §6.6). done, when not nil, is called on the
 // group's worker with whether a member here got p.
 func (h *Hub) Redeliver(p *Publication, name, key string, done func(delivered bool)) {
+	h.forms.build(p)
 	w := h.groupWorker(name)
 	w.post(op{kind: opRun, fn: func(*Conn) {
 		ok := false

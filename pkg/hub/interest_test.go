@@ -145,7 +145,6 @@ func BenchmarkPublishToOneSubscriber(b *testing.B) {
 	}
 	msg := wire.Message{Topic: "demo/general/bench", Data: make([]byte, 100), From: "alice"}
 	p := &Publication{Key: "app/demo/general/bench", Topic: msg.Topic, Msg: msg, Echo: true}
-	p.Frame = []byte("frame")
 	sum := func() (queued, wakes uint64) {
 		for _, w := range h.workers {
 			q, wk := w.in.counts()

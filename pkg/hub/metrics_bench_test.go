@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gobwas/ws"
-
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // benchPublication returns a 100-byte publication to demo/general/bench, as
@@ -17,8 +14,7 @@ import (
 func benchPublication() (wire.Message, *Publication) {
 	msg := wire.Message{Topic: "demo/general/bench", Data: make([]byte, 100), From: "alice", FromType: "actor", Timestamp: 1, MsgID: "3f2a0000-0000-4000-8000-000000000000"}
 	p := &Publication{Key: "app/demo/general/bench", Topic: msg.Topic, Msg: msg, Echo: true}
-	p.Frame = wsframe.Framed(ws.OpBinary, 256, func(b []byte) []byte { return wire.AppendMessage(b, &p.Msg) })
-	return msg, p
+	return msg, withForms(p)
 }
 
 // BenchmarkFanoutMetrics is BenchmarkFanout with and without what /metrics
@@ -27,9 +23,9 @@ func benchPublication() (wire.Message, *Publication) {
 //
 //   - metrics=off fans out exactly as BenchmarkFanout does, the code path
 //     before the metrics existed;
-//   - metrics=count goes through the worker's op handler, which counts the
-//     delivered bytes once per publication (a plain add to a worker-owned
-//     field);
+//   - metrics=count goes through the worker's op handler; the delivered
+//     bytes are counted per delivery on every path (a plain add to a
+//     worker-owned field), so off and count differ by the op dispatch only;
 //   - metrics=scrape is count plus what scrapes cost: a goroutine reading
 //     the atomics a scrape reads (Hub.Stats and each inbox's depth) once a
 //     millisecond, 15,000 times Prometheus' default rate, and the

@@ -15,12 +15,13 @@ type Publication struct {
 	Topic string
 	// Filter is the normalised publish filter, "" for none (§6.9).
 	Filter string
-	// Frame is the complete frame of the `message` for display topic Topic
-	// in encoding 0 (Encoding.ID).
-	Frame []byte
-	// Msg holds the message fields, to build the frame for subscriptions
-	// whose display topic differs (wildcards, scope-injected patterns). Its
-	// Data must not alias a reused buffer.
+	// Msg is the message: its fields, Topic the display topic of exact
+	// subscriptions. Each transport's frame of it is built by the hub
+	// (Encoding.Message): once per form in use for display topic Topic
+	// when it is published (Hub.Publish), and by a worker for a wildcard
+	// subscription's display topic or a form not in use then. Its Data must
+	// not alias a reused buffer, and nothing in Msg may change once it is
+	// published.
 	Msg wire.Message
 	// Origin is the publishing connection; with Echo false it gets no copy
 	// (protocol.md §6.2).
@@ -41,11 +42,16 @@ type Publication struct {
 	// StoreOnly updates the retained store and delivers nothing: the copy of
 	// another node's retained publish that every node follows.
 	StoreOnly bool
+
+	// forms is the frames built at publication (forms.build); set once,
+	// before any worker reads it.
+	forms *built
 }
 
-// frameCache holds, for the publication being fanned out, the frames built
-// for an encoding and display topic other than Publication.Frame's. Owned
-// by a worker.
+// frameCache holds, for the publication being fanned out, the frames a
+// worker built itself: for a display topic other than the publication's
+// own (a wildcard subscription's pattern), or a form nobody took when it
+// was published. Owned by a worker.
 type frameCache struct {
 	pub     *Publication
 	entries []cachedFrame
@@ -61,8 +67,10 @@ type cachedFrame struct {
 
 func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool) []byte {
 	id := c.enc
-	if id == 0 && !wildcard && display == p.Topic {
-		return p.Frame
+	if !wildcard && display == p.Topic && p.forms != nil && id < MaxEncodings {
+		if f := p.forms.frames[id]; f != nil {
+			return f
+		}
 	}
 	fc.reset(p)
 	for _, e := range fc.entries {
@@ -160,7 +168,9 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	if t := c.tap.Load(); t != nil && !t.off {
 		c.tapDelivery(t, p, display, wildcard, w.now())
 	}
-	w.write(c, w.frames.get(p, c, display, wildcard))
+	f := w.frames.get(p, c, display, wildcard)
+	w.write(c, f)
+	w.bytesOut += uint64(len(f))
 	w.deliveries.Add(1)
 }
 

@@ -56,10 +56,16 @@ func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard b
 		w.touched = append(w.touched, c)
 	}
 	c.wmu.Unlock()
+	w.bytesOut += uint64(len(head) + len(id) + len(tail))
 }
 
 // getQoS1 is frameCache.get for QoS1Encoding's parts.
 func (fc *frameCache) getQoS1(p *Publication, c *Conn, display string, wildcard bool) (head, tail []byte) {
+	if !wildcard && display == p.Topic && p.forms != nil && c.enc < MaxEncodings {
+		if a := p.forms.acked[c.enc]; a != nil {
+			return a.head, a.tail
+		}
+	}
 	fc.reset(p)
 	for _, e := range fc.entries {
 		if e.qos1 && e.enc == c.enc && e.display == display {

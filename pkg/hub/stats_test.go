@@ -9,7 +9,7 @@ import (
 
 // TestWorkerStatsAndDeliveredBytes: the scrape-time figures of a running
 // hub: connections, topics, retained messages and queued bytes per worker,
-// and the delivered bytes counted once per publication.
+// and the delivered bytes (each delivery's frame).
 func TestWorkerStatsAndDeliveredBytes(t *testing.T) {
 	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -63,8 +63,8 @@ func TestWorkerStatsAndDeliveredBytes(t *testing.T) {
 	if connsN != 3 || topics != 3 {
 		t.Errorf("connections %d, topics %d; want 3 and 3", connsN, topics)
 	}
-	if delivered != 3*uint64(len(p.Frame)) {
-		t.Errorf("DeliveredBytes = %d, want 3 × %d", delivered, len(p.Frame))
+	if frame := p.forms.frames[0]; delivered != 3*uint64(len(frame)) {
+		t.Errorf("DeliveredBytes = %d, want 3 × %d", delivered, len(frame))
 	}
 	if ra := conns[0].RemoteAddr(); ra != nil {
 		t.Errorf("RemoteAddr of a transport without one = %v, want nil", ra)

@@ -24,6 +24,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	c.subs = s
 	c.nsubs++
 	w.h.stats.subs.Add(1)
+	w.h.forms.count(s, 1)
 	if !spec.LoadBalance {
 		first := w.tab.insert(s)
 		if first {
@@ -112,6 +113,7 @@ func (w *worker) reply(c *Conn, spec *SubSpec, frame []byte) {
 // its connection's list.
 func (w *worker) detach(s *sub) {
 	w.h.stats.subs.Add(-1)
+	w.h.forms.count(s, -1)
 	if s.m == nil {
 		if w.tab.remove(s) {
 			w.interest(s, -1)

@@ -35,9 +35,10 @@ type Transport interface {
 // its transport and safe for concurrent use. The session layer writes its
 // other replies already encoded.
 type Encoding interface {
-	// ID tells encodings apart in the per-publication frame cache: a small
-	// number, distinct per encoding. Publication.Frame is built in
-	// encoding 0 (WebSocket binary frames of MessagePack, wsframe.Encoding).
+	// ID tells encodings apart in the per-publication frames: a small
+	// number, distinct per encoding (0 is WebSocket binary frames of
+	// MessagePack, wsframe.Encoding); below MaxEncodings for the frames
+	// Hub.Publish builds ahead.
 	ID() uint8
 	// Message returns the complete frame of the `message` m (protocol.md
 	// §3.2) for one display topic; the hub builds it once per publication,

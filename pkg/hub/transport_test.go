@@ -133,13 +133,11 @@ func subscribeAndWait(t *testing.T, h *Hub, c *Conn, tr *testTransport, spec Sub
 func publication(topic string) *Publication {
 	p := &Publication{Key: "app/" + topic, Topic: topic, Echo: true,
 		Msg: wire.Message{Topic: topic, From: "alice", Data: []byte{0xc0}}}
-	p.Frame = []byte("<0 msg " + topic + " from alice src >")
 	return p
 }
 
 // Every connection gets the publication in its own encoding; each frame is
-// built once per publication, encoding and display topic, and encoding 0's
-// exact subscribers share Publication.Frame without building anything.
+// built once per publication, encoding and display topic.
 func TestDeliveryIsFramedOncePerEncodingAndDisplayTopic(t *testing.T) {
 	h := startHub(t, Config{Workers: 1})
 	ws, other := &textEncoding{id: 0}, &textEncoding{id: 1}
@@ -179,11 +177,52 @@ func TestDeliveryIsFramedOncePerEncodingAndDisplayTopic(t *testing.T) {
 			t.Errorf("peer %d got %q, want %q", i, got, want[i])
 		}
 	}
-	if n := ws.built.Load(); n != 1 {
-		t.Errorf("encoding 0 built %d frames, want 1 (the wildcard display topic; Publication.Frame serves the exact ones)", n)
+	for _, e := range []*textEncoding{ws, other} {
+		if n := e.built.Load(); n != 2 {
+			t.Errorf("encoding %d built %d frames, want 2 (one per display topic: the exact one at publication, the wildcard's on the worker)", e.id, n)
+		}
 	}
-	if n := other.built.Load(); n != 2 {
-		t.Errorf("encoding 1 built %d frames, want 2 (one per display topic)", n)
+}
+
+// TestEachFormIsEncodedOncePerPublication: a publication to 1,000
+// subscribers of a plain encoding and 1,000 acknowledged (QoS 1)
+// subscribers of another, spread over four workers, is encoded once per
+// form, before any worker fans it out, whatever the number of workers that
+// deliver it; an encoding nobody subscribes with is not encoded at all.
+func TestEachFormIsEncodedOncePerPublication(t *testing.T) {
+	h := startHub(t, Config{Workers: 4})
+	ws, mq, idle := &textEncoding{id: 0}, &ackEncoding{textEncoding{id: 1}}, &textEncoding{id: 2}
+	_ = authedConn(h, newTestTransport(idle)) // registered, subscribed to nothing
+	var wsOut, mqOut []*testTransport
+	for range 1000 {
+		tr := newTestTransport(ws)
+		h.Subscribe(authedConn(h, tr), &SubSpec{Pattern: "r/x", Key: "app/r/x"})
+		wsOut = append(wsOut, tr)
+		at := &ackTransport{testTransport: newTestTransport(mq), n: 10}
+		h.Subscribe(authedConn(h, at), &SubSpec{Pattern: "r/x", Key: "app/r/x", QoS: 1})
+		mqOut = append(mqOut, at.testTransport)
+	}
+	eventually(t, "2,000 subscriptions", func() bool { return h.Stats().Subscriptions == 2000 })
+	h.Publish(publication("r/x"))
+	for i := range 1000 {
+		for _, d := range []struct {
+			tr   *testTransport
+			want string
+		}{{wsOut[i], "<0 msg r/x from alice src >"}, {mqOut[i], "<1 qos1 r/x id 1>"}} {
+			eventually(t, "a delivery", func() bool { return d.tr.size() > 0 })
+			if got := d.tr.written(); got != d.want {
+				t.Fatalf("subscriber %d got %q, want %q", i, got, d.want)
+			}
+		}
+	}
+	if n := ws.built.Load(); n != 1 {
+		t.Errorf("plain form built %d times, want 1", n)
+	}
+	if n := mq.built.Load(); n != 1 {
+		t.Errorf("acknowledged form built %d times, want 1 (and no plain form of it)", n)
+	}
+	if n := idle.built.Load(); n != 0 {
+		t.Errorf("an encoding without subscriptions was built %d times", n)
 	}
 }
 

@@ -246,11 +246,7 @@ func (w *worker) handle(o *op) {
 		w.unsubscribe(o.c, o.pattern)
 		w.answer(o.c, o.ticket, o.reply)
 	case opPublish:
-		// Bytes are counted once per publication, not per delivery: the
-		// shared frame's size times the deliveries it made here.
-		before := w.deliveries.Load()
 		w.fanOut(o.pub)
-		w.bytesOut += (w.deliveries.Load() - before) * uint64(len(o.pub.Frame))
 	case opClose:
 		o.c.closeWith(o.close)
 	case opSetFilters:

@@ -72,7 +72,6 @@ func waitUntil(t *testing.T, cond func() bool) {
 func publish(h *hub.Hub, key, id string) {
 	p := &hub.Publication{Key: key, Topic: key}
 	p.Msg = wire.Message{Topic: key, Data: []byte{0x01}, MsgID: id, From: "a", FromType: "actor"}
-	p.Frame = wsframe.Encoding{}.Message(&p.Msg)
 	h.Publish(p)
 }
 

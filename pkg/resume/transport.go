@@ -7,7 +7,6 @@ import (
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // encodingID is the frame cache id of the parked encoding.
@@ -140,7 +139,6 @@ func (t *transport) giveBack(lb []unacked) {
 		p := &hub.Publication{Key: g.p.Key, Topic: g.p.Topic, Filter: g.p.Filter, Msg: g.p.Msg, Echo: true}
 		p.Msg.IsReplay = true
 		p.Msg.SourceTopic = ""
-		p.Frame = wsframe.Message(&p.Msg)
 		t.h.Redeliver(p, g.group, g.key, func(delivered bool) {
 			if stats == nil {
 				return

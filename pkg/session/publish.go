@@ -103,7 +103,6 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 		pub.Msg.MsgID = uuid.NewString()
 		p.record(g, res, cmd.Topic, pub, len(data), now)
 	}
-	encodeFrame(pub)
 	if cmd.MsgRef != "" {
 		out.Write(Reply{Kind: KindPublished, Payload: wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)})
 	}
@@ -120,7 +119,6 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 // not be modified afterwards; check Hub().Busy first.
 func (p *Protocol) Inject(pub *hub.Publication, src Source) error {
 	pub.NoGroups = p.multi
-	encodeFrame(pub)
 	p.hub.Publish(pub)
 	p.obs.accepted(src, len(pub.Msg.Data))
 	return p.toBroker(pub, pub.Msg.Timestamp)

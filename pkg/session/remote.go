@@ -10,7 +10,6 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/presence"
 	"github.com/NoLagApp/kraken/pkg/wire"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // The broker hand-off (package broker, "What crosses nodes"): accepted
@@ -65,7 +64,6 @@ func (r remote) publication(m *broker.Message) *hub.Publication {
 		Retain: m.Retain, ClearRetained: m.ClearRetained}
 	pub.Msg = wire.Message{Topic: m.Topic, Data: m.Data, MsgID: m.MsgID, Filter: m.Filter,
 		From: m.From, FromType: m.FromType, Timestamp: m.Timestamp.UnixMilli()}
-	encodeFrame(pub)
 	return pub
 }
 
@@ -114,13 +112,6 @@ func (p *Protocol) toBroker(pub *hub.Publication, ts int64) error {
 		}
 	}
 	return err
-}
-
-// encodeFrame builds pub.Frame, the `message` frame in encoding 0 for
-// display topic pub.Topic, from pub.Msg: once per publication, shared by
-// every subscription with that display topic and encoding.
-func encodeFrame(pub *hub.Publication) {
-	pub.Frame = wsframe.Message(&pub.Msg)
 }
 
 // sharePresence tells the other nodes c's presence after a change of it. It

@@ -11,7 +11,7 @@ import (
 // messages in binary frames (protocol.md §1.2), close frames with the
 // reason's code and text (RFC 6455 §5.5.1, pkg/disconnect), and an HTTP 408
 // for a request that never completed. Its zero value is ready to use; it is
-// encoding 0, the one hub.Publication.Frame is built in.
+// encoding 0.
 type Encoding struct{}
 
 // ID implements hub.Encoding: 0.

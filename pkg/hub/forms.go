@@ -1,0 +1,92 @@
+package hub
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// MaxEncodings bounds the Encoding IDs whose frames Hub.Publish builds
+// ahead (0 … MaxEncodings-1): the transports' own. An encoding with a
+// larger ID (a parked session's, pkg/resume) has its frames built by each
+// worker that needs them.
+const MaxEncodings = 4
+
+// forms is what Hub.Publish needs to encode a publication once per form
+// before any worker sees it: the encodings connections have registered,
+// and per encoding how many live subscriptions (broadcast ones and group
+// members) take its plain form (Encoding.Message) and how many its
+// acknowledged form (QoS1Encoding.MessageQoS1). Workers count their
+// subscriptions in and out; Publish reads the counts without a lock.
+type forms struct {
+	mu    sync.Mutex // taken by register only, on an encoding's first connection
+	encs  [MaxEncodings]atomic.Pointer[registered]
+	plain [MaxEncodings]atomic.Int64
+	acked [MaxEncodings]atomic.Int64
+}
+
+type registered struct{ enc Encoding }
+
+// register records enc, the encoding of a new connection.
+func (f *forms) register(enc Encoding) {
+	id := enc.ID()
+	if id >= MaxEncodings || f.encs[id].Load() != nil {
+		return
+	}
+	f.mu.Lock()
+	if f.encs[id].Load() == nil {
+		f.encs[id].Store(&registered{enc})
+	}
+	f.mu.Unlock()
+}
+
+// count adds delta to the subscriptions of s's form.
+func (f *forms) count(s *sub, delta int64) {
+	if s.c.enc >= MaxEncodings {
+		return
+	}
+	if s.qos > 0 && s.c.qos1 {
+		f.acked[s.c.enc].Add(delta)
+	} else {
+		f.plain[s.c.enc].Add(delta)
+	}
+}
+
+// built is a publication's frames for its own display topic (Topic, not a
+// wildcard subscription's pattern), one per form in use when it was
+// published; nil where none was built. Workers share them, read-only.
+type built struct {
+	frames [MaxEncodings][]byte
+	acked  [MaxEncodings]*ackedForm
+}
+
+// ackedForm is a QoS1Encoding's head and tail of one message.
+type ackedForm struct{ head, tail []byte }
+
+// build encodes p's message once for each form that a subscription takes
+// now: the plain form of every encoding with a plain subscription (or an
+// acknowledged one, when p is at most once), the acknowledged form of
+// every QoS1Encoding with an acknowledged subscription. It runs before p
+// reaches any worker, on the publishing goroutine, so workers never wait
+// for one another and never encode p's own topic twice; a form that was
+// not in use then is built by a worker when it needs it (frameCache).
+func (f *forms) build(p *Publication) {
+	if p.forms != nil {
+		return // published before (a retained copy handed on, a redelivery)
+	}
+	b := &built{}
+	for id := range MaxEncodings {
+		r := f.encs[id].Load()
+		if r == nil {
+			continue
+		}
+		acked := f.acked[id].Load() > 0
+		if f.plain[id].Load() > 0 || acked && p.AtMostOnce {
+			b.frames[id] = r.enc.Message(&p.Msg)
+		}
+		if q, ok := r.enc.(QoS1Encoding); ok && acked && !p.AtMostOnce {
+			head, tail := q.MessageQoS1(&p.Msg)
+			b.acked[id] = &ackedForm{head, tail}
+		}
+	}
+	p.forms = b
+}
