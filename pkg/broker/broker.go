@@ -180,3 +180,17 @@ type Broker interface {
 type InterestWaiter interface {
 	InterestReady(group, key string, wildcard bool, done func())
 }
+
+// StateReporter is a Broker whose shared state (presence, connection
+// counts, node liveness) is kept in a store of the backend that can fail
+// while the bus itself stays connected: natsbroker's JetStream key-value
+// bucket, offline while the servers holding it are down. StateReady
+// returns nil while this node's writes to that state and its watch of it
+// succeed, and otherwise an error saying what fails, for how long and why;
+// meanwhile this node's presence and counts do not reach the other nodes,
+// or theirs do not reach it. It is called on every readiness check and
+// scrape (the server's /ready names it `cluster_state`), so it must be
+// quick and never wait on the network.
+type StateReporter interface {
+	StateReady() error
+}

@@ -23,7 +23,7 @@ type descs struct {
 	retained, presenceRooms, presenceMembers, lobbyWatches, storeMessages *prometheus.Desc
 
 	brokerUp, brokerDropped, brokerMessages, brokerDiscarded, brokerReconnects *prometheus.Desc
-	brokerState, brokerNodesDown, brokerRetained                               *prometheus.Desc
+	brokerState, brokerStateFailing, brokerNodesDown, brokerRetained           *prometheus.Desc
 
 	webhooks, webhookRetries, controlReports, controlDropped, blockedProjects, pendingProjects *prometheus.Desc
 }
@@ -83,14 +83,15 @@ func newDescs() descs {
 		lobbyWatches:    n("lobby_watches", "Lobby watches across rooms."),
 		storeMessages:   n("store_messages", "Messages held by the message store."),
 
-		brokerUp:         n("broker_up", "1 while the fan-out broker between nodes is connected (always 1 for local).", "backend"),
-		brokerDropped:    n("broker_dropped_total", "Messages between nodes dropped: in, from other nodes while the workers were behind; out, those the backend could not send.", "direction"),
-		brokerMessages:   n("broker_messages_total", "Messages between nodes: out, sent to the bus; in, received from it.", "direction"),
-		brokerDiscarded:  n("broker_discarded_total", "Messages from the bus discarded: duplicate copies, malformed.", "kind"),
-		brokerReconnects: n("broker_reconnects_total", "Reconnections of the broker backend to its bus."),
-		brokerState:      n("broker_state_total", "Shared-state operations between nodes (presence, connection counts) by kind: write, dropped, error, malformed, purged, rejoin.", "kind"),
-		brokerRetained:   n("broker_retained_total", "This node's retained publishes made before it followed the retained stream (JetStream slow or down at start), by kind: recaptured (stored late, never over a newer one), unkept (could not be stored: other nodes started later miss them).", "kind"),
-		brokerNodesDown:  n("broker_nodes_down_total", "Other nodes judged stopped: their members left and their connections stopped counting."),
+		brokerUp:           n("broker_up", "1 while the fan-out broker between nodes is connected (always 1 for local).", "backend"),
+		brokerDropped:      n("broker_dropped_total", "Messages between nodes dropped: in, from other nodes while the workers were behind; out, those the backend could not send.", "direction"),
+		brokerMessages:     n("broker_messages_total", "Messages between nodes: out, sent to the bus; in, received from it.", "direction"),
+		brokerDiscarded:    n("broker_discarded_total", "Messages from the bus discarded: duplicate copies, malformed.", "kind"),
+		brokerReconnects:   n("broker_reconnects_total", "Reconnections of the broker backend to its bus."),
+		brokerState:        n("broker_state_total", "Shared-state operations between nodes (presence, connection counts) by kind: write, dropped, error, malformed, purged, rejoin.", "kind"),
+		brokerStateFailing: n("broker_state_failing", "1 while this node's writes or watch of the shared state between nodes (presence, connection counts, liveness) fail (/ready: cluster_state)."),
+		brokerRetained:     n("broker_retained_total", "This node's retained publishes made before it followed the retained stream (JetStream slow or down at start), by kind: recaptured (stored late, never over a newer one), unkept (could not be stored: other nodes started later miss them).", "kind"),
+		brokerNodesDown:    n("broker_nodes_down_total", "Other nodes judged stopped: their members left and their connections stopped counting."),
 
 		webhooks:        n("webhooks_total", "Customer webhooks by result: sent, failed, dropped.", "result"),
 		webhookRetries:  n("webhook_retries_total", "Webhook retry attempts."),
@@ -114,7 +115,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.inbox, d.inboxPubs, d.workerBusy, d.busy, d.unresponsive, d.queued, d.queuedMax,
 		d.retained, d.presenceRooms, d.presenceMembers, d.lobbyWatches, d.storeMessages,
 		d.brokerUp, d.brokerDropped, d.brokerMessages, d.brokerDiscarded, d.brokerReconnects,
-		d.brokerState, d.brokerNodesDown, d.brokerRetained,
+		d.brokerState, d.brokerStateFailing, d.brokerNodesDown, d.brokerRetained,
 		d.webhooks, d.webhookRetries, d.controlReports, d.controlDropped, d.blockedProjects, d.pendingProjects,
 	}
 }

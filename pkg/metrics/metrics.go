@@ -14,6 +14,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
 	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
@@ -45,7 +46,8 @@ type Sources struct {
 	Store any
 	// BrokerBackend names the fan-out broker for the `backend` label
 	// ("local", "nats"). Its state is the Server's broker's Ready() error,
-	// when it has one (checked by type assertion).
+	// when it has one (checked by type assertion), and its shared state's
+	// StateReady() when it is a broker.StateReporter.
 	BrokerBackend string
 	// BrokerStats, when set, reads the broker backend's own counters: the
 	// hook for a backend between nodes (natsbroker's Stats adapts in three
@@ -261,6 +263,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		up = r.Ready() == nil
 	}
 	gauge(d.brokerUp, boolean(up), src.BrokerBackend)
+	stateFailing := false
+	if r, ok := src.Server.Broker().(broker.StateReporter); ok {
+		stateFailing = r.StateReady() != nil
+	}
+	gauge(d.brokerStateFailing, boolean(stateFailing))
 	counter(d.brokerDropped, st.RemoteDropped, "in")
 	if src.BrokerStats != nil {
 		bs := src.BrokerStats()

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/server"
@@ -518,5 +521,43 @@ func TestBrokerCountersLandOnTheirLabels(t *testing.T) {
 		if got := value(t, fams, c.name, c.label...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.label, got, c.want)
 		}
+	}
+}
+
+// stateBroker is a single-node broker whose shared state fails on demand,
+// as natsbroker's does while the NATS server holding its bucket is down.
+type stateBroker struct {
+	local.Broker
+	failing atomic.Bool
+}
+
+func (b *stateBroker) StateReady() error {
+	if b.failing.Load() {
+		return errors.New("cluster state failing")
+	}
+	return nil
+}
+
+// TestStateFailingClearsReady: a broker whose shared state fails, while
+// connected, sets kraken_broker_state_failing and clears kraken_ready, and
+// leaves kraken_broker_up at 1; both turn back with it.
+func TestStateFailingClearsReady(t *testing.T) {
+	sb := &stateBroker{}
+	b := startWith(t, func(c *server.Config) { c.Broker = sb })
+	fams := b.scrape(t)
+	if value(t, fams, "kraken_broker_state_failing") != 0 || value(t, fams, "kraken_ready") != 1 {
+		t.Fatal("failing or not ready before the state fails")
+	}
+	sb.failing.Store(true)
+	fams = b.scrape(t)
+	if value(t, fams, "kraken_broker_state_failing") != 1 || value(t, fams, "kraken_ready") != 0 ||
+		value(t, fams, "kraken_broker_up") != 1 {
+		t.Errorf("state failing: state_failing %v, ready %v, up %v; want 1, 0, 1",
+			value(t, fams, "kraken_broker_state_failing"), value(t, fams, "kraken_ready"), value(t, fams, "kraken_broker_up"))
+	}
+	sb.failing.Store(false)
+	fams = b.scrape(t)
+	if value(t, fams, "kraken_broker_state_failing") != 0 || value(t, fams, "kraken_ready") != 1 {
+		t.Error("still failing once the state works again")
 	}
 }

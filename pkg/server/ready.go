@@ -2,6 +2,8 @@ package server
 
 import (
 	"strings"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
 )
 
 // ReadyCheck is one condition of readiness (Server.NotReady): Name is a
@@ -34,8 +36,10 @@ func (s *Server) AddReadyCheck(name string, check func() error) {
 
 // NotReady returns the readiness conditions that do not hold, nil when the
 // node is ready: it is not shutting down, its broker backend (when it has
-// a Ready() error method, checked by type assertion) is connected, and
-// every check added with AddReadyCheck passes.
+// a Ready() error method, checked by type assertion) is connected
+// ("broker"), the backend's shared state works (when it is a
+// broker.StateReporter: "cluster_state"), and every check added with
+// AddReadyCheck passes.
 func (s *Server) NotReady() []NotReadyReason {
 	var out []NotReadyReason
 	if s.draining.Load() {
@@ -44,6 +48,11 @@ func (s *Server) NotReady() []NotReadyReason {
 	if r, ok := s.cfg.Broker.(interface{ Ready() error }); ok {
 		if err := r.Ready(); err != nil {
 			out = append(out, NotReadyReason{Name: "broker", Err: err})
+		}
+	}
+	if r, ok := s.cfg.Broker.(broker.StateReporter); ok {
+		if err := r.StateReady(); err != nil {
+			out = append(out, NotReadyReason{Name: "cluster_state", Err: err})
 		}
 	}
 	if checks := s.obs.checks.Load(); checks != nil {

@@ -33,6 +33,16 @@
 // follows the stream; the retry is logged at start and on recovery, and
 // Stats counts what was stored late (Recaptured) or not at all (Unkept).
 //
+// The shared state can fail while the connections to NATS stay up: a
+// bucket of one replica is offline while its server is down, and a watch
+// whose consumer was on a lost server stops without an error. Failed
+// writes and watches are retried, counted (Stats.StateErrors) and logged,
+// the first of an outage at once and then at most one line per 10 s, and
+// StateReady (broker.StateReporter: /ready's cluster_state) reports them
+// until writes and the watch work again (health.go); a watch that stopped
+// is replaced. A node warns once when the NATS cluster has more servers
+// than the JetStream replicas, up to three (replicas.go).
+//
 // Without JetStream on the servers, publications and groups cross as
 // usual, but retained messages set before a node started do not reach it
 // and presence, connection counts and liveness stay per node; each is

@@ -86,8 +86,9 @@ type Stats struct {
 	Reconnects uint64
 	// StateWrites counts the shared-state KV writes made (puts and deletes
 	// of own keys, purges); StateDropped the own state changes dropped on
-	// a full queue (repaired later); StateErrors the KV calls that failed
-	// (retried); StateMalformed the keys or values that did not decode.
+	// a full queue (repaired later); StateErrors the KV calls and watches
+	// that failed (retried; see StateReady); StateMalformed the keys or
+	// values that did not decode.
 	StateWrites, StateDropped, StateErrors, StateMalformed uint64
 	// NodesDown counts the HandleNodeDown calls; Purged the keys of down
 	// nodes this node deleted; Rejoins the times this node found itself
@@ -141,6 +142,8 @@ type Broker struct {
 	waiting  []interestWait
 	flushing bool
 	ret      retention // retained.go
+
+	replicasWarned atomic.Bool // replicas.go
 }
 
 type interest struct {
@@ -280,7 +283,8 @@ func (b *Broker) options(name string, first bool) []nats.Option {
 		}),
 	}
 	if first {
-		opts = append(opts, nats.NoEcho())
+		check := func(nc *nats.Conn) { b.checkReplicas(nc) }
+		opts = append(opts, nats.NoEcho(), nats.ConnectHandler(check), nats.DiscoveredServersHandler(check))
 	}
 	return append(opts, b.cfg.Options...)
 }
@@ -498,6 +502,18 @@ func (b *Broker) Ready() error {
 	return nil
 }
 
+// StateReady implements broker.StateReporter: nil while this node's
+// writes to the state bucket (StateBucket) and its watch of it succeed,
+// also before Start and when the servers have no JetStream (the state then
+// stays per node); otherwise an error naming what fails ("write": own
+// keys, heartbeat, making or binding the bucket; "watch"), for how long
+// and the last error, and for a bucket of one replica that it is offline
+// while its server is down. Each failure is counted in Stats.StateErrors,
+// and logged: the first of an outage at once, then at most one line per
+// 10 s with the count of those not logged; the end of an outage is logged
+// too. It takes a mutex briefly, only while something fails.
+func (b *Broker) StateReady() error { return b.state.health.err() }
+
 // ConnectedURL returns the URL of the NATS server the node's publish
 // connection is connected to, credentials redacted, or "" while
 // disconnected.
@@ -536,6 +552,7 @@ func (b *Broker) stop(goodbye bool) error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	b.state.health.close() // what fails from now on is the closing
 	if b.nc == nil {
 		return nil
 	}
@@ -560,4 +577,7 @@ func (b *Broker) stop(goodbye bool) error {
 	return nil
 }
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker        = (*Broker)(nil)
+	_ broker.StateReporter = (*Broker)(nil)
+)

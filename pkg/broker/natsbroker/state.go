@@ -33,8 +33,14 @@ import (
 // deleted (Close deletes it first). Measuring against one's own heartbeats
 // coming back through the same stream means a node whose own view is stale
 // (disconnected, paused, its watcher behind) judges nobody. After a
-// reconnection every node gets LivenessTimeout afresh. Any put of a node's
-// key shows it alive again.
+// reconnection, and when this node's own heartbeat comes back after more
+// than LivenessTimeout (its view was stale), every node gets
+// LivenessTimeout afresh. Any put of a node's key shows it alive again.
+//
+// What fails of this (writes, the watch) is kept for readiness and logged
+// (health.go). A watch that delivers nothing of this node's stored
+// heartbeats for LivenessTimeout is replaced by a new one (its consumer
+// was lost with a NATS server, without an error).
 //
 // When a node is judged down, each other node calls HandleNodeDown once,
 // forgets the node's keys and keeps them, with their revisions, as
@@ -93,9 +99,14 @@ type shared struct {
 	peers    map[string]*peer  // live other nodes
 	zombies  map[string]uint64 // keys of nodes judged down, not yet deleted
 	selfSeen time.Time         // arrival of this node's newest heartbeat
+	viewFrom time.Time         // when the watch was made or the node reconnected
 	stale    map[string]bool   // on a new watch: other nodes' keys not seen again yet
 
-	stats stateCounters
+	// beatOK is when the heartbeat's puts began succeeding without a
+	// failure since, in unix nanoseconds; 0 after a failure.
+	beatOK atomic.Int64
+	health *stateHealth // health.go
+	stats  stateCounters
 }
 
 // peer is another live node as the watcher knows it.
@@ -113,7 +124,14 @@ func newShared(b *Broker) *shared {
 		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), rejoin: make(chan struct{}, 1), rewatch: make(chan struct{}, 1),
 		stop: make(chan struct{}), ready: make(chan struct{}),
 		desired: map[string][]byte{}, dirty: map[string]bool{}, purge: map[string]uint64{},
-		own: map[string]uint64{}, peers: map[string]*peer{}, zombies: map[string]uint64{}}
+		own: map[string]uint64{}, peers: map[string]*peer{}, zombies: map[string]uint64{},
+		health: newStateHealth(b.log, StateBucket(b.cfg.Prefix), b.cfg.StateReplicas)}
+}
+
+// failed counts a failed KV call and hands it to the health (health.go).
+func (s *shared) failed(part statePart, op string, err error) {
+	s.stats.errors.Add(1)
+	s.health.fail(part, op, err)
 }
 
 func signal(c chan struct{}) {
@@ -215,6 +233,7 @@ func (s *shared) setup() jetstream.KeyValue {
 			renewed := !s.created.IsZero() && !created.Equal(s.created) || s.lostWatch
 			s.kv, s.created, s.lostWatch = kv, created, false
 			s.mu.Unlock()
+			s.health.ok(partWrite)
 			if renewed {
 				signal(s.rewatch)
 			}
@@ -232,7 +251,7 @@ func (s *shared) setup() jetstream.KeyValue {
 			s.once.Do(func() { close(s.ready) })
 			return nil
 		}
-		s.stats.errors.Add(1)
+		s.failed(partWrite, "bucket", err)
 		select {
 		case <-s.stop:
 			return nil
@@ -309,8 +328,10 @@ func (s *shared) runWriter() {
 		}
 		kv := s.bucket()
 		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.StateTimeout)
+		op := "put"
 		switch {
 		case purge:
+			op = "purge"
 			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
 			if err == nil {
 				s.stats.purged.Add(1)
@@ -320,15 +341,17 @@ func (s *shared) runWriter() {
 		case value != nil:
 			_, err = kv.Put(ctx, key, value)
 		default:
+			op = "delete"
 			err = kv.Delete(ctx, key)
 		}
 		cancel()
 		if err == nil {
 			s.stats.writes.Add(1)
+			s.health.ok(partWrite)
 			backoff = 0
 			continue
 		}
-		s.stats.errors.Add(1)
+		s.failed(partWrite, op, err)
 		s.mu.Lock()
 		s.rebind = true // the bucket may be gone: make or bind it again first
 		if purge {
@@ -391,7 +414,7 @@ func (s *shared) watch(kv jetstream.KeyValue) (jetstream.KeyWatcher, context.Can
 		if err == nil {
 			return w, cancel
 		}
-		s.stats.errors.Add(1)
+		s.failed(partWatch, "watch", err)
 		select {
 		case <-s.stop:
 			cancel()
@@ -414,8 +437,12 @@ func (s *shared) runHeartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.Heartbeat)
 		defer cancel()
 		if _, err := s.bucket().Put(ctx, s.selfKey, value); err != nil {
-			s.stats.errors.Add(1)
+			s.beatOK.Store(0)
+			s.failed(partWrite, "heartbeat", err)
+			return
 		}
+		s.beatOK.CompareAndSwap(0, time.Now().UnixNano())
+		s.health.ok(partWrite)
 	}
 	t := time.NewTicker(s.b.cfg.Heartbeat)
 	defer t.Stop()
@@ -437,6 +464,35 @@ func (s *shared) runWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
 	t := time.NewTicker(s.b.cfg.Heartbeat)
 	defer t.Stop()
 	updates := w.Updates() // nil while there is no watch
+	s.viewFrom = time.Now()
+	// renew watches the bucket anew, the old watch stopped first, or in
+	// the background (a watch whose consumer is gone may take a while to
+	// stop); other nodes' keys the new watch lacks are gone. false: the
+	// node is shutting down.
+	renew := func(background bool) bool {
+		if updates != nil {
+			if background {
+				old, oldCancel := w, cancel
+				s.bg.Add(1)
+				go func() { defer s.bg.Done(); s.stopWatcher(old, oldCancel) }()
+			} else {
+				s.stopWatcher(w, cancel)
+			}
+		}
+		cancel()
+		if w, cancel = s.watch(s.bucket()); w == nil {
+			return false
+		}
+		updates = w.Updates()
+		s.viewFrom = time.Now()
+		s.stale = map[string]bool{}
+		for _, p := range s.peers {
+			for k := range p.keys {
+				s.stale[k] = true
+			}
+		}
+		return true
+	}
 	for {
 		select {
 		case <-s.stop:
@@ -455,12 +511,14 @@ func (s *shared) runWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
 				// nats.go gave the watch up (the bucket is gone): the
 				// writer makes it again.
 				updates = nil
+				s.failed(partWatch, "watch", errWatchEnded)
 				s.mu.Lock()
 				s.rebind, s.lostWatch = true, true
 				s.mu.Unlock()
 				signal(s.wake)
 				continue
 			}
+			s.health.ok(partWatch)
 			if e == nil {
 				s.initialDone()
 				continue
@@ -468,31 +526,70 @@ func (s *shared) runWatcher(w jetstream.KeyWatcher, cancel context.CancelFunc) {
 			delete(s.stale, e.Key())
 			s.apply(e)
 		case <-s.rewatch:
-			// A new bucket (a server that lost its store): watch it anew;
-			// other nodes' keys it lacks are gone.
-			if updates != nil {
-				s.stopWatcher(w, cancel)
-			}
-			cancel()
+			// A new bucket (a server that lost its store): its revisions
+			// start again, and say nothing of the entries this node has.
 			s.b.log.Warn("state bucket made again; watching it anew")
-			if w, cancel = s.watch(s.bucket()); w == nil {
-				return
-			}
-			updates = w.Updates()
-			s.stale = map[string]bool{}
 			for _, p := range s.peers {
 				for k := range p.keys {
-					s.stale[k] = true
+					p.keys[k] = 0
 				}
+			}
+			if !renew(false) {
+				return
 			}
 		case <-s.rejoin:
 			now := time.Now()
+			s.viewFrom = now
 			for _, p := range s.peers {
 				p.seen = now
 			}
-		case <-t.C:
+		case now := <-t.C:
+			if updates != nil && s.checkWatch(now) && !s.stopping() {
+				if !renew(true) {
+					return
+				}
+			}
 			s.maybePurge()
 		}
+	}
+}
+
+// checkWatch runs on every tick of the watcher. When none of this node's
+// heartbeats has come back through the watch for LivenessTimeout, the
+// node's view of the others is stale and the watch fails (health.go)
+// until an entry arrives. If the heartbeats were stored meanwhile (for a
+// Heartbeat or more), the watch itself is lost: its consumer went away
+// with a NATS server, without an error (nats.go would notice after two of
+// the consumer's 5 s idle heartbeats), and checkWatch returns true: watch
+// anew. While the heartbeats fail, that failure is the cause and the watch
+// is kept.
+func (s *shared) checkWatch(now time.Time) bool {
+	last := s.selfSeen
+	if s.viewFrom.After(last) {
+		last = s.viewFrom
+	}
+	quiet := now.Sub(last)
+	if quiet <= s.b.cfg.LivenessTimeout {
+		return false
+	}
+	okSince := s.beatOK.Load()
+	lost := okSince != 0 && now.Sub(time.Unix(0, okSince)) >= s.b.cfg.Heartbeat
+	why := "none of this node's heartbeats came back through its watch for " + quiet.Round(time.Millisecond).String()
+	if lost {
+		s.stats.errors.Add(1)
+		why += ", though stored: watching anew"
+	}
+	s.health.fail(partWatch, "watch", errors.New("natsbroker: "+why))
+	return lost
+}
+
+// stopping reports whether shutdown has begun.
+func (s *shared) stopping() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -572,6 +669,9 @@ func (s *shared) apply(e jetstream.KeyValueEntry) {
 	}
 	p.seen = time.Now()
 	delete(s.zombies, key)
+	if rev, ok := p.keys[key]; ok && rev == e.Revision() {
+		return // the entry this node has: a new watch's initial values
+	}
 	switch kind {
 	case kindNode:
 		p.keys[key] = e.Revision()
@@ -614,7 +714,16 @@ func (s *shared) applyOwn(key, kind string, del bool, rev uint64) {
 	}
 	s.mu.Unlock()
 	if !del && kind == kindNode {
-		s.selfSeen = time.Now()
+		now := time.Now()
+		if !s.selfSeen.IsZero() && now.Sub(s.selfSeen) > s.b.cfg.LivenessTimeout {
+			// This node's own view was stale (its heartbeats or its watch
+			// failed): what it missed of the others meanwhile is no sign
+			// of their death, and they get LivenessTimeout afresh.
+			for _, p := range s.peers {
+				p.seen = now
+			}
+		}
+		s.selfSeen = now
 		s.judge()
 	}
 }
@@ -704,6 +813,7 @@ func (s *shared) shutdown(goodbye bool) {
 	}
 	s.closing = true
 	s.mu.Unlock()
+	s.health.close()
 	close(s.stop)
 	// One budget for the goroutines to stop and the goodbye: a KV call in
 	// flight to a NATS that is going away must not hold the node's exit

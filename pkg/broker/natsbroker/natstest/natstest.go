@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,12 +35,14 @@ func newServer(t testing.TB, opts *natsserver.Options) *natsserver.Server {
 	if opts.Port == 0 {
 		opts.Port = -1
 	}
+	given := opts.Clone()
 	s, err := natsserver.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	started.Store(s, given)
 	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown(); started.Delete(s) })
 	return s
 }
 
@@ -46,6 +51,32 @@ func waitReady(t testing.TB, s *natsserver.Server) {
 	if !s.ReadyForConnections(20 * time.Second) {
 		t.Fatalf("natstest: NATS server %s not ready", s.Name())
 	}
+}
+
+// started holds the options each server was started with, for Restart.
+var started sync.Map // *natsserver.Server → *natsserver.Options
+
+// Restart starts again a server that RunServer or Cluster started and that
+// has been shut down: the same options (name, JetStream store, cluster port
+// and routes) on the same client port, so a cluster member gets its
+// JetStream streams back and rejoins its cluster. It returns the new
+// server once it accepts clients (shut down when t ends); it does not wait
+// for its routes or for JetStream to catch up.
+func Restart(t testing.TB, s *natsserver.Server) *natsserver.Server {
+	t.Helper()
+	v, ok := started.Load(s)
+	if !ok {
+		t.Fatalf("natstest: server %s was not started by natstest", s.Name())
+	}
+	u, err := url.Parse(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := v.(*natsserver.Options).Clone()
+	if opts.Port, err = strconv.Atoi(u.Port()); err != nil {
+		t.Fatal(err)
+	}
+	return RunServer(t, opts)
 }
 
 // RunJetStream starts one embedded server with JetStream on, its store in
