@@ -93,6 +93,7 @@ func startAdmin(cfg config.Config, src metrics.Sources, log *zap.Logger) *adminS
 			ErrorLog:          zap.NewStdLog(log.Named("admin")),
 			// No WriteTimeout: /debug/pprof/profile?seconds=N writes after N seconds.
 		}}
+	// Owned by the adminServer: close shuts the server down and waits on done.
 	go func() {
 		defer close(a.done)
 		if err := a.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

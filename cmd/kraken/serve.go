@@ -43,7 +43,16 @@ const tokenCacheEntries = 100_000
 // token file once the server has started (authBackend.reload); values
 // received before that are handled then, and those after ctx is cancelled
 // are ignored.
+//
+// Every backend call of the node derives from one base context, cancelled
+// when serve returns. Shutdown cancels the calls made for connections and
+// the revalidations at once (server.Server.Shutdown); the webhook
+// dispatcher and the control plane drain what is queued within their own
+// bound first (external.close), and the base context ends whatever is
+// still in flight after that.
 func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer, hup <-chan os.Signal) int {
+	base, stopBase := context.WithCancel(context.Background())
+	defer stopBase() // deferred first: runs last, after every close below
 	backend, err := newAuthenticator(cfg, log)
 	if err != nil {
 		return startFailed(log, err, exitConfig)
@@ -53,7 +62,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if c, ok := msgStore.(store.Closer); ok {
 		defer func() { _ = c.Close() }()
 	}
-	ext, err := newExternal(cfg, log)
+	ext, err := newExternal(base, cfg, log)
 	if err != nil {
 		return startFailed(log, err, exitConfig)
 	}
@@ -71,6 +80,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		workers = runtime.GOMAXPROCS(0)
 	}
 	cache := auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil)
+	defer func() { _ = cache.Close() }() // after the server's shutdown, before the backend's close
 	srv, err := server.New(server.Config{
 		Addr:            net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
 		Auth:            cache,
@@ -88,6 +98,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		Webhooks:        ext.webhooks,
 		MaxAuthFailures: cfg.MaxAuthFailures,
 		Logger:          log,
+		Context:         base,
 		Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
 			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions,
 			MaxMessages: cfg.StoreMaxMessages, MaxAge: cfg.StoreTTL},
@@ -176,8 +187,9 @@ type external struct {
 }
 
 // newExternal builds the control plane (protocol.md §5.2) and the webhook
-// dispatcher (§5.3) the configuration asks for, started.
-func newExternal(cfg config.Config, log *zap.Logger) (*external, error) {
+// dispatcher (§5.3) the configuration asks for, started; their calls derive
+// from base, the node's context.
+func newExternal(base context.Context, cfg config.Config, log *zap.Logger) (*external, error) {
 	ext := &external{}
 	if cfg.ControlBackend == "http" {
 		hc, err := httpcontrol.New(httpcontrol.Config{BaseURL: cfg.ControlHTTPURL, Secret: cfg.BackendSecret,
@@ -185,7 +197,8 @@ func newExternal(cfg config.Config, log *zap.Logger) (*external, error) {
 		if err != nil {
 			return nil, err
 		}
-		ext.control = control.New(control.Config{Controller: hc, Node: nodeName(), Logger: log.Named("control")})
+		ext.control = control.New(control.Config{Controller: hc, Node: nodeName(), Logger: log.Named("control"),
+			Context: base})
 		ext.control.Start()
 		ext.closers = append(ext.closers, func(ctx context.Context) {
 			_ = ext.control.Close(ctx)
@@ -195,7 +208,7 @@ func newExternal(cfg config.Config, log *zap.Logger) (*external, error) {
 	}
 	if cfg.AuthBackend == "http" {
 		wc := webhook.Config{QueueSize: cfg.WebhookQueueSize, Workers: cfg.WebhookWorkers, Node: nodeName(),
-			Logger: log.Named("webhook")}
+			Logger: log.Named("webhook"), Context: base}
 		if ext.control != nil {
 			wc.OnFailure = ext.control.RecordWebhookFailure
 		}
@@ -361,6 +374,7 @@ func reloadTokenFile(st *static.Static) {
 // goroutine has returned, after any reload in progress.
 func reloadOnSignal(ctx context.Context, hup <-chan os.Signal, reload func()) <-chan struct{} {
 	done := make(chan struct{})
+	// Owned by serve, which waits on done before closing the backend.
 	go func() {
 		defer close(done)
 		for {

@@ -18,10 +18,11 @@ import (
 //     reach the backend.
 //   - Concurrent Validate calls for one token that all miss the cache are
 //     merged into a single backend call (one flight per SHA-256 key); every
-//     caller gets that call's result. The call runs on its own goroutine
-//     with a context that keeps the first caller's values but none of its
-//     deadline or cancellation; it is cancelled once every caller waiting
-//     for it has given up. Each caller waits only until its own ctx is done.
+//     caller gets that call's result. The call runs on a goroutine of the
+//     cache's own with a context that keeps the first caller's values but
+//     none of its deadline or cancellation; it is cancelled once every
+//     caller waiting for it has given up, or by Close. Each caller waits
+//     only until its own ctx is done. Close waits for those goroutines.
 //   - Revalidate bypasses the cache (protocol.md §4.9).
 //   - At most maxEntries entries are held. When a new entry does not fit,
 //     expired entries are evicted first and then the oldest entry is dropped.
@@ -41,6 +42,11 @@ type Cache struct {
 	order   *list.List // of *cacheEntry, oldest insertion first
 	gen     uint64     // bumped by Flush; results fetched before it are not stored
 	flights map[[sha256.Size]byte]*flight
+	closed  bool // Close was called: no flight starts
+
+	base context.Context    // cancelled by Close, and every flight with it
+	stop context.CancelFunc // cancels base
+	wg   sync.WaitGroup     // the flights' goroutines; Add under mu while open
 }
 
 // flight is one backend Validate shared by every caller that missed the
@@ -54,6 +60,7 @@ type flight struct {
 	waiters  int
 	finished bool
 	cancel   context.CancelFunc
+	unhook   func() bool // detaches cancel from Cache.base
 }
 
 type cacheEntry struct {
@@ -65,12 +72,16 @@ type cacheEntry struct {
 // NewCache returns a Cache in front of a. ttl is how long a success is kept
 // (protocol.md §4.8: 30 s); maxEntries bounds the number of cached tokens.
 // A ttl or maxEntries below 1 disables caching, so every call reaches a.
-// now is the clock; nil means time.Now.
+// now is the clock; nil means time.Now. Call Close when done, after the
+// last Validate.
 func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() time.Time) *Cache {
 	if now == nil {
 		now = time.Now
 	}
+	base, stop := context.WithCancel(context.Background())
 	c := &Cache{
+		base:       base,
+		stop:       stop,
 		backend:    a,
 		ttl:        ttl,
 		maxEntries: maxEntries,
@@ -95,7 +106,8 @@ func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() tim
 // error wrapping ErrUnavailable. When ctx is done before the answer arrives,
 // Validate returns an error wrapping both ErrUnavailable and ctx's error; the
 // backend call goes on for the other waiters and is cancelled when none is
-// left.
+// left. After Close, a Validate that misses the cache fails with
+// ErrUnavailable (Close).
 func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 	if !c.enabled() {
 		return c.validateBackend(ctx, token)
@@ -115,6 +127,10 @@ func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 	if err := ctx.Err(); err != nil {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: the token cache is closed", ErrUnavailable)
 	}
 	f, ok := c.flights[key]
 	if !ok {
@@ -147,12 +163,14 @@ func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 }
 
 // startLocked registers a new flight for key and starts the backend call on
-// its own goroutine. The call's context keeps ctx's values but is cancelled
-// only through f.cancel.
+// its own goroutine, owned by the cache (wg). The call's context keeps
+// ctx's values but is cancelled only through f.cancel, which Close also
+// calls. Callers hold mu and have checked that the cache is open.
 func (c *Cache) startLocked(ctx context.Context, key [sha256.Size]byte, token string) *flight {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f := &flight{done: make(chan struct{}), gen: c.gen, cancel: cancel}
+	f := &flight{done: make(chan struct{}), gen: c.gen, cancel: cancel, unhook: context.AfterFunc(c.base, cancel)}
 	c.flights[key] = f
+	c.wg.Add(1)
 	go c.fly(fctx, f, key, token)
 	return f
 }
@@ -161,6 +179,8 @@ func (c *Cache) startLocked(ctx context.Context, key [sha256.Size]byte, token st
 // in between) before the waiters are released, so a caller that returns and
 // validates again hits the cache.
 func (c *Cache) fly(ctx context.Context, f *flight, key [sha256.Size]byte, token string) {
+	defer c.wg.Done()
+	defer f.unhook()
 	defer f.cancel()
 	g, err := c.validateRecover(ctx, token)
 	c.mu.Lock()
@@ -246,6 +266,21 @@ func (c *Cache) Flush() {
 	clear(c.entries)
 	c.order.Init()
 	clear(c.flights)
+}
+
+// Close cancels the backend calls in flight and returns once their
+// goroutines have ended; their waiters get the backend's answer to the
+// cancelled call. From then on a Validate that misses the cache fails with
+// ErrUnavailable instead of starting a call (with caching disabled, calls
+// go on reaching the backend on the caller's goroutine). The backend is
+// not closed. Close is safe to call more than once.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.wg.Wait()
+	return nil
 }
 
 // Len reports the number of entries held, including expired ones not yet

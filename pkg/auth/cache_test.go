@@ -627,3 +627,34 @@ func TestCacheBackendPanicIsAnError(t *testing.T) {
 		t.Fatalf("Len = %d, want 0", c.Len())
 	}
 }
+
+// Close cancels the call in flight, waits for its goroutine (TestMain's
+// goleak check would see it otherwise), and later misses start no call.
+func TestCacheCloseCancelsTheFlightAndWaits(t *testing.T) {
+	be := newGated()
+	c := NewCache(be, time.Minute, 10, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Validate(context.Background(), "a")
+		done <- err
+	}()
+	<-be.started
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, cancelled := be.stats(); cancelled != 1 {
+		t.Fatalf("cancelled = %d when Close returned, want 1", cancelled)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter got %v, want the cancelled call's error", err)
+	}
+	if _, err := c.Validate(context.Background(), "b"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Validate after Close: %v, want ErrUnavailable", err)
+	}
+	if calls, _ := be.stats(); calls != 1 {
+		t.Fatalf("calls = %d, want 1: no call after Close", calls)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}

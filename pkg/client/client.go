@@ -311,7 +311,7 @@ func (c *Client) install(cn *conn, info Info) error {
 	}
 	c.cn, c.info, c.status = cn, info, StatusConnected
 	c.replay = replayState{}
-	c.wg.Add(2)
+	c.wg.Add(2) // owned by wg: Close waits for the loops of the connection
 	go c.readLoop(cn)
 	go c.pingLoop(cn)
 	var frames [][]byte
@@ -384,7 +384,7 @@ func (c *Client) lost(cn *conn, cause error) {
 	} else {
 		c.status = StatusReconnecting
 		c.wg.Add(1)
-		go c.reconnectLoop()
+		go c.reconnectLoop() // owned by wg, as the loops
 	}
 	c.emit(func() {
 		if c.opts.OnDisconnect != nil {

@@ -37,7 +37,7 @@ type task struct {
 func newDispatcher(limit int, onDrop func(uint64)) *dispatcher {
 	d := &dispatcher{limit: limit, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), onDrop: onDrop}
-	go d.run()
+	go d.run() // owned by d: close stops it and waits on done (unless called from a task, after which it exits)
 	return d
 }
 

@@ -72,6 +72,12 @@ type Config struct {
 	// Logger receives failed reports (warn) and blocked-set changes (info);
 	// nil means zap.NewNop(). The Batcher logs under the name "control".
 	Logger *zap.Logger
+	// Context is the node's base context: every Controller call is made
+	// with a context derived from it, so cancelling it cancels the calls in
+	// flight (the final reports of Close included). nil means
+	// context.Background(); Close cancels the calls when it runs out of
+	// time whatever it is.
+	Context context.Context
 }
 
 // withDefaults returns c with every zero or negative field replaced by its
@@ -103,6 +109,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Context == nil {
+		c.Context = context.Background()
 	}
 	return c
 }
@@ -245,13 +254,13 @@ type Batcher struct {
 	flushReq                      chan chan struct{}
 	stop                          chan struct{} // closed by Close
 
-	base   context.Context // cancelled when Close runs out of time
+	base   context.Context // Config.Context's child, cancelled when Close runs out of time
 	cancel context.CancelFunc
 
 	lmu     sync.Mutex // guards started and closed
 	started bool
 	closed  bool
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the three loops; Close waits for them
 
 	usageReports, usageFailures    atomic.Uint64
 	subReports, subFailures        atomic.Uint64
@@ -264,7 +273,7 @@ type Batcher struct {
 // nothing: call Start, then Close when done.
 func New(cfg Config) *Batcher {
 	cfg = cfg.withDefaults()
-	base, cancel := context.WithCancel(context.Background())
+	base, cancel := context.WithCancel(cfg.Context)
 	return &Batcher{
 		cfg:       cfg,
 		ctrl:      cfg.Controller,
@@ -288,7 +297,7 @@ func (b *Batcher) Start() {
 		return
 	}
 	b.started = true
-	b.wg.Add(3)
+	b.wg.Add(3) // the loops are owned by wg: Close stops and waits for them
 	go b.usageLoop()
 	go b.subscriptionLoop()
 	go b.failureLoop()
@@ -567,6 +576,8 @@ func (b *Batcher) Close(ctx context.Context) error {
 	b.lmu.Unlock()
 
 	done := make(chan struct{})
+	// Ends with the loops, which end at stop; Close waits for it below
+	// either way.
 	go func() {
 		b.wg.Wait()
 		close(done)

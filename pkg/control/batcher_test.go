@@ -573,3 +573,20 @@ func BenchmarkRecordPublishParallel(b *testing.B) {
 		})
 	}
 }
+
+// Cancelling Config.Context (the node's base context) cancels the report
+// in flight: the Batcher does not wait for Config.Timeout, and the counts
+// are kept for the next report.
+func TestBaseContextCancelsTheReportInFlight(t *testing.T) {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	b, srv := newBatcher(t, control.Config{UsageInterval: never, UsageThreshold: 1, Timeout: time.Minute, Context: base})
+	srv.SetHanging(true)
+	b.RecordPublish("p1", 1)
+	controltest.Eventually(t, wait, func() bool { return usageReports(srv) == 1 }, "no usage report")
+	cancelBase()
+	controltest.Eventually(t, wait, func() bool { return b.Stats().UsageFailures == 1 }, "the report was not cancelled")
+	if s := b.Stats(); s.PendingProjects != 1 {
+		t.Fatalf("Stats = %+v, want the counts of p1 kept", s)
+	}
+}

@@ -368,6 +368,9 @@ func (c *Conn) closeWith(d disconnect.Disconnect) {
 	}
 	c.wmu.Unlock()
 	c.w.h.stats.closed[d.Reason].Add(1)
+	if f := c.w.h.cfg.OnClosing; f != nil {
+		f(c)
+	}
 }
 
 // finishCloseLocked queues the close frame of d behind everything and

@@ -62,6 +62,12 @@ type Config struct {
 	// OnClose is called on the connection's worker after the connection is
 	// unregistered and its subscriptions removed.
 	OnClose func(c *Conn)
+	// OnClosing is called once a close of c is decided (by its reader, a
+	// worker, the sweep or Shutdown), on the deciding goroutine and outside
+	// c's locks, before the close frame is necessarily out: the session
+	// cancels the backend call the connection has in flight. It must not
+	// block. nil means nobody listens.
+	OnClosing func(c *Conn)
 	// OnInterest is told, on a worker's goroutine, when that worker gains
 	// its first (delta +1) or loses its last (delta -1) broadcast
 	// subscription to a routing key (wildcard: a pattern); OnGroupInterest
@@ -230,7 +236,7 @@ func New(cfg Config) *Hub {
 func (h *Hub) Start() {
 	for _, w := range h.workers {
 		h.wg.Add(1)
-		go w.run()
+		go w.run() // owned by wg: Shutdown stops and waits for the workers
 	}
 }
 
@@ -451,6 +457,9 @@ wait:
 		w.in.close()
 	}
 	finished := make(chan struct{})
+	// Ends with the workers (stopped above) and the revalidations (whose
+	// backend calls the session cancels before Shutdown); past ctx nobody
+	// waits for it.
 	go func() { h.wg.Wait(); h.bg.Wait(); close(finished) }()
 	select {
 	case <-finished:

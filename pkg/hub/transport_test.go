@@ -430,3 +430,39 @@ func TestDollarTopicsSkipLeadingWildcards(t *testing.T) {
 		t.Fatalf("a new # subscription got the retained $SYS/x: %q", got)
 	}
 }
+
+// OnClosing is told once per connection, at the first close decision,
+// whoever makes it (the reader's CloseNow, a worker's Close, the sweep),
+// on the deciding goroutine: by the time CloseNow returns it has run.
+func TestOnClosingIsToldOnceAtTheCloseDecision(t *testing.T) {
+	var told sync.Map // *Conn → *atomic.Int32
+	h := startHub(t, Config{Workers: 1, Tick: 10 * time.Millisecond, IdleTimeout: 50 * time.Millisecond,
+		OnClosing: func(c *Conn) {
+			n, _ := told.LoadOrStore(c, new(atomic.Int32))
+			n.(*atomic.Int32).Add(1)
+		}})
+	count := func(c *Conn) int32 {
+		if n, ok := told.Load(c); ok {
+			return n.(*atomic.Int32).Load()
+		}
+		return 0
+	}
+	byReader := authedConn(h, newTestTransport(&textEncoding{id: 1}))
+	byReader.CloseNow(disconnect.New(disconnect.TooManyErrors))
+	if n := count(byReader); n != 1 {
+		t.Fatalf("told %d times when CloseNow returned, want 1", n)
+	}
+	h.Close(byReader, disconnect.New(disconnect.Shutdown)) // a second decision: not told again
+	bySweep := authedConn(h, newTestTransport(&textEncoding{id: 1}))
+	eventually(t, "the idle connection closed by the sweep", func() bool { return count(bySweep) == 1 })
+	ran := make(chan struct{})
+	h.Run(byReader, func(*Conn) { close(ran) }) // behind the second Close
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not get to the op")
+	}
+	if n := count(byReader); n != 1 {
+		t.Fatalf("told %d times, want 1", n)
+	}
+}

@@ -391,7 +391,7 @@ func (w *worker) sweep(now time.Time) {
 	w.forceRevalidate = false
 	w.retained.sweep(ns)
 	if len(due) > 0 {
-		w.h.bg.Add(1)
+		w.h.bg.Add(1) // owned by bg: Shutdown waits for the revalidations
 		go func() {
 			defer w.h.bg.Done()
 			cfg.Revalidate(due)

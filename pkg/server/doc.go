@@ -19,7 +19,8 @@
 //	| authed     | reauth                       | new token validated, same actor: grants swapped |
 //	| any        | idle, deadline, revocation   | closed by the worker's sweep, never a timer    |
 //	| authed     | token expiry passed          | closed by the sweep with 4003 token_expired    |
-//	| closing    | a disconnect reason decided  | close frame after the queue, FIN, input discarded |
+//	| closing    | a disconnect reason decided  | close frame after the queue, FIN, input discarded; backend call in flight cancelled |
+//	| any        | peer hangs up (OnDisconnect) | backend call in flight cancelled (session.Protocol.Hangup) |
 //	| closed     | peer FIN, or CloseTimeout    | hub.Closed: writes stop, tables cleaned        |
 //
 // # Reading without pinning goroutines
@@ -35,6 +36,11 @@
 // so the reader-side state (partial bytes, fragments, rate windows) needs no
 // lock. Everything written to the socket goes through hub.Conn's outbound
 // queue.
+//
+// A token validation that misses the cache waits on OnRequest (only that
+// connection waits). netpoll runs the close callback only once OnRequest
+// has returned, so a peer that hangs up meanwhile is reported through
+// OnDisconnect, which runs beside it: the wait is cancelled there.
 //
 // # What it counts and logs
 //

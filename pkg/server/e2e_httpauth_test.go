@@ -76,7 +76,9 @@ func startWithHTTPAuth(t *testing.T, svc http.Handler, mutate func(*Config)) *Se
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hb.Close() })
-	return startWith(t, auth.NewCache(hb, 30*time.Second, 100_000, nil), mutate)
+	cache := auth.NewCache(hb, 30*time.Second, 100_000, nil)
+	t.Cleanup(func() { _ = cache.Close() })
+	return startWith(t, cache, mutate)
 }
 
 // dialAuth opens a WebSocket with the upgrade request and the auth frame in

@@ -89,6 +89,11 @@ type Config struct {
 	MaxInternalBody int
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
+	// Context is the node's base context (session.Config.Context): every
+	// backend call made for a connection, and the broker's start, derive
+	// from it. Shutdown cancels the calls in any case. nil means
+	// context.Background().
+	Context context.Context
 }
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
@@ -111,6 +116,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
+	if c.Context == nil {
+		c.Context = context.Background()
+	}
 }
 
 // sessionConfig is the part of c the session protocol takes.
@@ -118,7 +126,7 @@ func (c *Config) sessionConfig() session.Config {
 	return session.Config{Auth: c.Auth, Hub: c.Hub, MaxMessageSize: c.MaxMessageSize, Store: c.Store,
 		Broker: c.Broker, NodeID: c.NodeID, RecordMessages: c.RecordMessages, RateLimit: c.RateLimit,
 		ErrorFrameLimit: c.ErrorFrameLimit, ErrorFloodLimit: c.ErrorFloodLimit, MaxAuthFailures: c.MaxAuthFailures,
-		Control: c.Control, Webhooks: c.Webhooks, Logger: c.Logger, Resume: c.Resume}
+		Control: c.Control, Webhooks: c.Webhooks, Logger: c.Logger, Resume: c.Resume, Context: c.Context}
 }
 
 // Server is one kraken listener: the WebSocket transport of the session
@@ -174,16 +182,20 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
-	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnPrepare(s.onPrepare))
+	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnPrepare(s.onPrepare),
+		netpoll.WithOnDisconnect(s.onDisconnect))
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	s.ln, s.loop = ln, loop
-	if err := s.proto.Start(context.Background()); err != nil {
+	if err := s.proto.Start(s.cfg.Context); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("server: start the fan-out broker: %w", err)
 	}
+	// Ends when Serve does, once Shutdown has closed the loop; Shutdown
+	// waits for it up to a second (served has room for its result, so it
+	// never blocks).
 	go func() { s.served <- loop.Serve(ln) }()
 	s.log.Info("listening", zap.String("addr", ln.Addr().String()))
 	switch s.cfg.InternalSecret {
@@ -241,4 +253,14 @@ func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
 		return nil
 	})
 	return st
+}
+
+// onDisconnect runs on netpoll's poller when the peer hangs up, beside an
+// OnRequest that may still be running (the close callback waits for it to
+// return): the backend call the connection's reader has in flight, an
+// auth waiting on the auth service, is cancelled now (session.Protocol.Hangup).
+func (s *Server) onDisconnect(ctx context.Context, _ netpoll.Connection) {
+	if st, ok := ctx.(*connState); ok && st.Conn != nil {
+		s.proto.Hangup(st.Conn)
+	}
 }

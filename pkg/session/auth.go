@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -24,7 +23,11 @@ const authTimeout = 5 * time.Second
 // them (OQ-65, amended), or the session installed, a KindAuthOK reply and
 // the restored subscriptions (§2.6).
 func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
-	g, reason, err := p.validate(cmd)
+	g, reason, err := p.validate(st.Conn, cmd)
+	if errors.Is(err, errGone) {
+		p.abandoned(st, "auth")
+		return
+	}
 	if reason == "" && g.MaxConnections > 0 && g.OrganizationID != "" &&
 		!p.orgs.reserve(g.OrganizationID, g.MaxConnections) {
 		reason = wire.ErrConnectionLimitReached
@@ -79,19 +82,29 @@ func (p *Protocol) failedAuth(st *State, out Sink) {
 	}
 }
 
-// validate asks the auth backend about the token; reason is "" on success,
-// else the `error` of the auth reply (protocol.md §2.4, OQ-29), with the
-// backend's error when it failed (logged once by the caller). A grant whose
-// token is past the expiry the backend gave it (auth.Grant.ExpiresAt: a
-// token cache hit, a backend that does not check) is access_denied.
-func (p *Protocol) validate(cmd *wire.Command) (*auth.Grant, string, error) {
+// errGone is validate's error when the call was cancelled because its
+// connection went away (closed, its peer hung up) or the node is shutting
+// down: there is nobody to answer, and nothing to count against the
+// backend.
+var errGone = errors.New("session: the connection went away during the backend call")
+
+// validate asks the auth backend about the token, with a context of c's
+// (calls.go: cancelled when c closes or the node shuts down); reason is ""
+// on success, else the `error` of the auth reply (protocol.md §2.4, OQ-29),
+// with the backend's error when it failed (logged once by the caller), or
+// errGone when c went away meanwhile. A grant whose token is past the
+// expiry the backend gave it (auth.Grant.ExpiresAt: a token cache hit, a
+// backend that does not check) is access_denied.
+func (p *Protocol) validate(c *hub.Conn, cmd *wire.Command) (*auth.Grant, string, error) {
 	if !cmd.TokenIsString {
 		return nil, wire.ErrAccessDenied, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
-	defer cancel()
+	ctx, cancel := p.calls.start(c, authTimeout)
 	began := time.Now()
 	g, err := p.cfg.Auth.Validate(ctx, cmd.Token)
+	if gone := p.calls.end(c, ctx, cancel); err != nil && (gone || p.ctx.Err() != nil) {
+		return nil, "", errGone
+	}
 	p.obs.authLatency.observe(time.Since(began))
 	switch {
 	case err == nil && g != nil && !g.ExpiresAt.IsZero() && !began.Before(g.ExpiresAt):

@@ -47,4 +47,18 @@
 // State is owned by its connection's reader: Handle and Refuse for one
 // connection must not run concurrently (a netpoll OnRequest never does).
 // The presence registry is owned by the hub's shared worker.
+//
+// # Backend calls and their contexts
+//
+// The calls a reader makes for its connection (auth, reauth, the
+// room-access check of a subscribe) run on that reader with a context made
+// when the call starts and held, with its cancel function, only while it
+// is in flight (calls.go): an idle connection has none. It is cancelled
+// when the hub decides to close the connection (hub.Config.OnClosing), when
+// the transport reports that the peer hung up (Protocol.Hangup, from
+// netpoll's OnDisconnect, which runs beside the reader), and when the
+// node's base context ends (Config.Context, Protocol.Shutdown). A call so
+// cancelled is answered nothing and not counted as the backend's failure.
+// Revalidations run on the hub's goroutines with the base context; the
+// message store is called with it too.
 package session

@@ -113,6 +113,16 @@ func refusalFields(r Refusal, e *wire.Error) []zap.Field {
 	return extra
 }
 
+// abandoned logs, at debug, an `auth` or `reauth` (typ) whose backend call
+// was cancelled because the connection went away or the node is shutting
+// down: nothing is answered, and it is not counted as refused (the backend
+// did not fail).
+func (p *Protocol) abandoned(st *State, typ string) {
+	if ce := p.log.Check(zapcore.DebugLevel, typ+" abandoned: the connection went away"); ce != nil {
+		ce.Write(LogFields(st.Conn)...)
+	}
+}
+
 // refusedAuth counts and logs a failed `auth` or `reauth` (typ), at info
 // (each is an answer the client reads, and a connection gets at most
 // Config.MaxAuthFailures of them), or at warn when the backend failed

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,13 @@ type Config struct {
 	// Resume makes connections resumable (RESUME_SESSIONS, issue 16); its
 	// zero value keeps nothing across a dropped connection (resume.go).
 	Resume ResumeConfig
+	// Context is the node's base context: every backend call the session
+	// makes (auth, reauth, room-access checks, revalidations, the message
+	// store) carries its values and ends with it, so cancelling it cancels
+	// them all; a call made for a connection also ends when the connection
+	// closes (calls.go). Shutdown cancels them in any case. nil means
+	// context.Background().
+	Context context.Context
 }
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
@@ -95,6 +103,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Context == nil {
+		c.Context = context.Background()
 	}
 	if c.Store == nil {
 		c.Store = noop.Store{}
@@ -123,6 +134,15 @@ type Protocol struct {
 	obs    counters
 	multi  bool             // the broker is not local.Broker: a node of a cluster
 	resume *resume.Registry // nil unless Config.Resume.Enabled
+	// ctx is Config.Context's child, cancelled by Shutdown (stop): the
+	// parent of the revalidations and store calls, and the end of every
+	// connection's call, which calls holds (calls.go) and cancels once ctx
+	// is done (cancelAll, on the goroutine of context.AfterFunc, which
+	// Shutdown waits for through ended).
+	ctx   context.Context
+	stop  context.CancelFunc
+	calls calls
+	ended sync.WaitGroup
 }
 
 // New validates cfg and builds the Protocol and its hub. The hub is not
@@ -134,10 +154,15 @@ func New(cfg Config) (*Protocol, error) {
 	cfg.setDefaults()
 	_, single := cfg.Broker.(local.Broker)
 	p := &Protocol{cfg: cfg, log: cfg.Logger.Named("server"), pres: presence.New[*hub.Conn](), multi: !single}
+	p.ctx, p.stop = context.WithCancel(cfg.Context)
+	p.calls.init(p.ctx)
+	p.ended.Add(1)
+	context.AfterFunc(p.ctx, func() { defer p.ended.Done(); p.calls.cancelAll() })
 	hc := cfg.Hub
 	hc.Logger = cfg.Logger
 	hc.Revalidate = p.revalidate
 	hc.OnClose = p.closed
+	hc.OnClosing = p.calls.closing
 	hc.OnTooManySubscriptions = p.tooManySubscriptions
 	if p.multi {
 		hc.OnInterest = cfg.Broker.Interest
@@ -163,12 +188,25 @@ func (p *Protocol) Start(ctx context.Context) error {
 	return p.cfg.Broker.Start(ctx, remote{p})
 }
 
-// Shutdown closes the broker, then every connection with 1012 after what
-// is queued to it, and stops the workers, within ctx (hub.Hub.Shutdown).
+// Shutdown cancels every backend call in flight (auths, reauths,
+// room-access checks, revalidations, as Config.Context's end would), closes
+// the broker, then every connection with 1012 after what is queued to it,
+// and stops the workers and the revalidation goroutines, within ctx
+// (hub.Hub.Shutdown).
 func (p *Protocol) Shutdown(ctx context.Context) error {
+	p.stop()
+	p.ended.Wait() // the calls in flight are cancelled
 	_ = p.cfg.Broker.Close()
 	return p.hub.Shutdown(ctx)
 }
+
+// Hangup tells the session that the peer of c went away while c's reader
+// may still be running (a transport's netpoll OnDisconnect, which runs
+// beside the reader; its close callback waits for the reader to return):
+// the backend call c has in flight is cancelled, and one its reader starts
+// afterwards is cancelled at once. It never blocks. The transport's close
+// callback (hub.Hub.Closed) follows as usual.
+func (p *Protocol) Hangup(c *hub.Conn) { p.calls.hangup(c) }
 
 // Config returns the configuration in force, defaults applied.
 func (p *Protocol) Config() Config { return p.cfg }
@@ -185,8 +223,10 @@ func (p *Protocol) Broker() broker.Broker { return p.cfg.Broker }
 func (p *Protocol) Distributed() bool { return p.multi }
 
 // closed lets go of a connection that ended (hub.Config.OnClose, on its
-// worker): its organisation slot and its presence, then Config.OnClose.
+// worker): what calls holds for it, its organisation slot and its
+// presence, then Config.OnClose.
 func (p *Protocol) closed(c *hub.Conn) {
+	p.calls.forget(c)
 	if p.parkOnClose(c) {
 		return // a parked session's own connection (resume.go)
 	}

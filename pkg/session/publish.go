@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -179,7 +178,7 @@ func limitOr(v, def int) int {
 // record stores the accepted publish in the message store (protocol.md
 // §6.5). A store failure never fails the publish; it is logged.
 func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub *hub.Publication, size int, now time.Time) {
-	err := p.cfg.Store.Append(context.Background(), &store.Record{
+	err := p.cfg.Store.Append(p.ctx, &store.Record{
 		MsgID: pub.Msg.MsgID, ProjectID: g.ProjectID, AppID: res.AppID, RoomID: res.RoomID,
 		Topic: res.Key, Pattern: pattern, Sender: g.ActorTokenID, PayloadSize: size, Timestamp: now,
 	})
@@ -194,5 +193,5 @@ func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub
 // either way (OQ-66).
 func (p *Protocol) ack(st *State, ids ...string) {
 	p.noteAck(st, ids) // resume.go
-	_ = p.cfg.Store.Ack(context.Background(), grantOf(st.Conn.Session()).ActorTokenID, ids...)
+	_ = p.cfg.Store.Ack(p.ctx, grantOf(st.Conn.Session()).ActorTokenID, ids...)
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,7 +30,11 @@ func (p *Protocol) reauth(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	c := st.Conn
-	g, reason, err := p.validate(cmd)
+	g, reason, err := p.validate(c, cmd)
+	if errors.Is(err, errGone) {
+		p.abandoned(st, "reauth")
+		return
+	}
 	if reason == "" && !sameIdentity(grantOf(c.Session()), g) {
 		reason = wire.ErrActorMismatch
 	}

@@ -27,7 +27,12 @@ const revalidateConcurrency = 32
 // revalidate checks due sessions against the auth backend (protocol.md §4.9,
 // OQ-9, OQ-11, OQ-12; hub.Config.Revalidate). It runs on a hub goroutine,
 // one batch at a time: one call per actor, revalidateConcurrency actors at a
-// time, and each answer is applied to every session of its actor.
+// time, and each answer is applied to every session of its actor. It
+// returns once every call of the batch has (the goroutines it starts are
+// its own, waited for here; the hub waits for it at shutdown). The calls'
+// context is the Protocol's, not a connection's (one answer serves every
+// connection of the actor): Shutdown cancels them, and an answer that comes
+// back cancelled by it is not applied.
 func (p *Protocol) revalidate(conns []*hub.Conn) {
 	byActor := make(map[string][]*hub.Conn)
 	var actors []string
@@ -42,13 +47,16 @@ func (p *Protocol) revalidate(conns []*hub.Conn) {
 	var wg sync.WaitGroup
 	for _, actor := range actors {
 		slots <- struct{}{}
-		wg.Add(1)
+		wg.Add(1) // owned by wg: revalidate returns once every call has
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+			ctx, cancel := context.WithTimeout(p.ctx, authTimeout)
 			var a revalidation
 			a.g, a.err = p.cfg.Auth.Revalidate(ctx, actor)
 			cancel()
+			if a.err != nil && p.ctx.Err() != nil {
+				return // shutting down: the connections are closing
+			}
 			for _, c := range byActor[actor] {
 				p.applyRevalidation(c, actor, a)
 			}

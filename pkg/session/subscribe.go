@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/acl"
@@ -32,7 +31,11 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	spec, res, d := resolveSub(g, cmd.Topic)
 	if d != acl.Allowed {
-		if cur := p.widenGrant(c, sess, cmd.Topic); cur != sess {
+		cur := p.widenGrant(c, sess, cmd.Topic)
+		if cur == nil {
+			return // the connection went away during the check: nobody to answer
+		}
+		if cur != sess {
 			sess, g = cur, grantOf(cur)
 			spec, res, d = resolveSub(g, cmd.Topic)
 		}
@@ -73,7 +76,9 @@ const roomAccessTimeout = 2 * time.Second
 // a copy of the grant in force, installed as the connection's session. It
 // returns the session the subscribe is to be judged by: sess when the
 // fallback denied, failed or does not exist (the backend caches its
-// denials), else the connection's session now, widened or not.
+// denials), else the connection's session now, widened or not; nil when
+// the check was cancelled because the connection went away or the node is
+// shutting down (its context is the connection's: calls.go).
 //
 // The check takes up to roomAccessTimeout, and a revalidation may replace
 // the session meanwhile (applyRevalidation, on the connection's worker), so
@@ -104,9 +109,11 @@ func (p *Protocol) widenGrant(c *hub.Conn, sess *hub.Session, pattern string) *h
 		return sess
 	}
 	g := grantOf(sess)
-	ctx, cancel := context.WithTimeout(context.Background(), roomAccessTimeout)
+	ctx, cancel := p.calls.start(c, roomAccessTimeout)
 	rules, err := checker.CheckRoomAccess(ctx, g.ActorTokenID, pattern)
-	cancel()
+	if gone := p.calls.end(c, ctx, cancel); err != nil && (gone || p.ctx.Err() != nil) {
+		return nil
+	}
 	if err != nil || len(rules) == 0 {
 		return sess
 	}

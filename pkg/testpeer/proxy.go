@@ -35,7 +35,7 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}, gate: make(chan struct{})}
 	close(p.gate)
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept() // owned by wg: close (a test cleanup) waits for the proxy's goroutines
 	t.Cleanup(p.close)
 	return p
 }
@@ -87,7 +87,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(1)
-		go p.serve(c)
+		go p.serve(c) // owned by wg
 	}
 }
 
@@ -158,6 +158,7 @@ func (p *Proxy) serve(c net.Conn) {
 		}
 		done <- struct{}{}
 	}
+	// Both end when either side closes; serve waits for both below.
 	go pipe(up, c)
 	go pipe(c, up)
 	<-done

@@ -89,6 +89,11 @@ type Config struct {
 	// means zap.NewNop(). The Dispatcher logs under the name "webhook".
 	// URLs are logged without their query and user information.
 	Logger *zap.Logger
+	// Context is the node's base context: every request and every pause
+	// between attempts is bound to a context derived from it, so
+	// cancelling it abandons what is in flight (counted as dropped, as
+	// when Close runs out of time). nil means context.Background().
+	Context context.Context
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -111,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Context == nil {
+		c.Context = context.Background()
 	}
 	return c
 }
@@ -230,9 +238,9 @@ type Dispatcher struct {
 	closed bool
 	queue  chan *job
 
-	base   context.Context // cancelled when Close runs out of time
+	base   context.Context // Config.Context's child, cancelled when Close runs out of time
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the senders; Close waits for them
 
 	sent, failed, dropped, retried atomic.Uint64
 }
@@ -250,10 +258,10 @@ func New(cfg Config) *Dispatcher {
 	if d.client == nil {
 		d.client, d.ownClient = newClient(cfg.Workers), true
 	}
-	d.base, d.cancel = context.WithCancel(context.Background())
+	d.base, d.cancel = context.WithCancel(cfg.Context)
 	d.wg.Add(cfg.Workers)
 	for range cfg.Workers {
-		go d.worker()
+		go d.worker() // owned by wg: Close waits for every sender
 	}
 	return d
 }
@@ -323,6 +331,8 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Unlock()
 
 	done := make(chan struct{})
+	// Ends with the senders, which end once the queue is drained or
+	// abandoned; Close waits for it below either way.
 	go func() {
 		d.wg.Wait()
 		close(done)

@@ -676,3 +676,20 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("DefaultBackoff = %v", webhook.DefaultBackoff)
 	}
 }
+
+// Cancelling Config.Context (the node's base context) abandons the request
+// in flight at once, counted as dropped; Close then has nothing to wait for.
+func TestBaseContextAbandonsTheRequestInFlight(t *testing.T) {
+	srv := newHookServer(t, false, always(200, "{}"))
+	srv.setHang(true)
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	d := newDispatcher(t, webhook.Config{Context: base, AttemptTimeout: time.Minute})
+	d.Trigger(triggerRequest(srv.url))
+	controltest.Eventually(t, wait, func() bool { return len(srv.requests()) == 1 }, "no request")
+	cancelBase()
+	controltest.Eventually(t, wait, func() bool { return d.Stats().Dropped == 1 }, "the request was not abandoned")
+	if s := d.Stats(); s.Sent != 0 || s.Failed != 0 || s.Retried != 0 {
+		t.Fatalf("Stats = %+v, want only the one dropped", s)
+	}
+}

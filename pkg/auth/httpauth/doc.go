@@ -70,6 +70,7 @@
 //	}
 //	defer b.Close()
 //	a := auth.NewCache(b, 30*time.Second, 100_000, nil)
+//	defer a.Close() // before b.Close: cancels and waits for its calls
 //	g, err := a.Validate(ctx, token)
 //	switch {
 //	case err == nil:

@@ -128,7 +128,7 @@ func New(cfg Config) (*Static, error) {
 	s.stamp = stamp
 	s.log.Info(fmt.Sprintf("Loaded auth file %s: %d tokens", s.path, len(set.byToken)),
 		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
-	go s.watch()
+	go s.watch() // owned by s: Close stops it and waits on done
 	return s, nil
 }
 

@@ -279,6 +279,8 @@ func quiet(c Cluster) { time.Sleep(50*time.Millisecond + c.Settle) }
 func publishNeverBlocks(t *testing.T, c Cluster) {
 	n := startNodes(t, c, "n1")[0]
 	done := make(chan struct{})
+	// Waited for below; past Wait the test has failed and the package's
+	// goroutine check reports the broker's Publish that blocked it.
 	go func() {
 		defer close(done)
 		n.b.Interest("app/a/b", false, 1)

@@ -141,7 +141,11 @@ type Broker struct {
 	// subscriptions are not flushed yet; flushing says a flusher runs.
 	waiting  []interestWait
 	flushing bool
-	ret      retention // retained.go
+	// flusher is the flusher goroutine while one runs (Add under mu);
+	// stop waits for it once the connections are closed.
+	flusher sync.WaitGroup
+
+	ret retention // retained.go
 
 	replicasWarned atomic.Bool // replicas.go
 }
@@ -345,15 +349,19 @@ func (b *Broker) InterestReady(group, key string, wildcard bool, done func()) {
 	b.waiting = append(b.waiting, interestWait{e: e, done: done})
 	start := !b.flushing
 	b.flushing = true
+	if start {
+		b.flusher.Add(1)
+	}
 	b.mu.Unlock()
 	if start {
-		go b.flushInterest()
+		go b.flushInterest() // owned by flusher (Add above, under mu)
 	}
 }
 
 // flushInterest flushes both NATS connections until no callback waits,
 // then marks the interests flushed and runs their callbacks.
 func (b *Broker) flushInterest() {
+	defer b.flusher.Done()
 	for {
 		b.mu.Lock()
 		batch := b.waiting
@@ -570,6 +578,7 @@ func (b *Broker) stop(goodbye bool) error {
 		c.Close()
 	}
 	b.state.waitStopped(time.Second)
+	b.flusher.Wait() // a flush on a closed connection returns at once
 	select {
 	case <-stopped:
 	case <-time.After(time.Second): // ended by the closed connection

@@ -119,7 +119,7 @@ func (b *Broker) followRetained() error {
 		return fmt.Errorf("natsbroker: subscribe to retained messages: %w", err)
 	}
 	r.live = live
-	go b.runRetained()
+	go b.runRetained() // owned by the broker: stopRetained cancels it and waits on r.done
 	wait := b.cfg.RetainWait
 	if !b.nc.IsConnected() {
 		wait = 0 // the first connection is retried: do not hold Start up
@@ -330,6 +330,9 @@ func (b *Broker) stopRetained() <-chan struct{} {
 		return stopped
 	}
 	r.cancel()
+	// Ends on its own once the follower has and the consumer is stopped
+	// (closing the connection ends a Stop that waits); Broker.stop waits
+	// up to a second for it after closing the connection.
 	go func() {
 		defer close(stopped)
 		<-r.done

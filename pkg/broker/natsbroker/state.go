@@ -145,7 +145,7 @@ func signal(c chan struct{}) {
 // heartbeat and the watcher.
 func (s *shared) start() {
 	s.wg.Add(1)
-	go s.runWriter()
+	go s.runWriter() // owned by wg: shutdown stops it, waitStopped waits
 }
 
 // set records the wanted value of an own key (nil: absent) and queues it.
@@ -300,8 +300,8 @@ func (s *shared) runWriter() {
 		return
 	}
 	s.wg.Add(2)
-	go s.runWatcher(w, cancel)
-	go s.runHeartbeat()
+	go s.runWatcher(w, cancel) // owned by wg, as the writer
+	go s.runHeartbeat()        // owned by wg, as the writer
 	var err error
 	backoff := time.Duration(0)
 	for {
@@ -791,6 +791,8 @@ func (s *shared) waitStopped(d time.Duration) {
 // waitGroup waits for wg until ctx ends, and reports whether wg finished.
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
 	done := make(chan struct{})
+	// Ends with wg; past ctx nobody waits for it, and it ends once the
+	// goroutines of wg do (they end when the connection is closed).
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:

@@ -39,6 +39,7 @@ func (s pairSocket) Close() error       { return nil }
 var (
 	fuzzOnce  sync.Once
 	fuzzLst   *Listener
+	fuzzProto *session.Protocol // shut down after every test has run (TestMain)
 	fuzzSetup error
 )
 
@@ -70,6 +71,7 @@ func FuzzProcess(f *testing.F) {
 			return
 		}
 		proto.Hub().Start()
+		fuzzProto = proto
 		fuzzLst, fuzzSetup = New(Config{Protocol: proto})
 	})
 	if fuzzSetup != nil {

@@ -90,12 +90,16 @@ func (l *Listener) Start() error {
 	if err != nil {
 		return err
 	}
-	loop, err := netpoll.NewEventLoop(l.onRequest, netpoll.WithOnPrepare(l.onPrepare))
+	loop, err := netpoll.NewEventLoop(l.onRequest, netpoll.WithOnPrepare(l.onPrepare),
+		netpoll.WithOnDisconnect(l.onDisconnect))
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	l.ln, l.loop = ln, loop
+	// Ends when Serve does, once Shutdown has closed the loop; Shutdown
+	// waits for it within its ctx (served has room for its result, so it
+	// never blocks).
 	go func() { l.served <- loop.Serve(ln) }()
 	l.log.Info("listening", zap.String("addr", ln.Addr().String()))
 	return nil
@@ -152,4 +156,14 @@ func (l *Listener) onPrepare(nc netpoll.Connection) context.Context {
 		return nil
 	})
 	return st
+}
+
+// onDisconnect runs on netpoll's poller when the peer hangs up, beside an
+// OnRequest that may still be running (the close callback waits for it to
+// return): the backend call the connection's reader has in flight, the
+// auth of a CONNECT, is cancelled now (session.Protocol.Hangup).
+func (l *Listener) onDisconnect(ctx context.Context, _ netpoll.Connection) {
+	if st, ok := ctx.(*conn); ok && st.Conn != nil {
+		l.proto.Hangup(st.Conn)
+	}
 }

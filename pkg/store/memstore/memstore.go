@@ -151,7 +151,7 @@ func newStore(cfg Config, tick <-chan time.Time, stopTick, afterSweep func()) *S
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry, hint)
 	}
-	go s.sweeper(tick, stopTick)
+	go s.sweeper(tick, stopTick) // owned by s: Close stops it and waits on done
 	return s
 }
 
