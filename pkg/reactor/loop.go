@@ -52,7 +52,7 @@ type Handler[C Conn] interface {
 	Process(st C, buf []byte) (used int, complete bool)
 }
 
-// Config configures a Loop. MaxInputBacklog and Hub are required.
+// Config configures a Loop. Hub and MaxInputBacklog are required.
 type Config struct {
 	// Hub is the worker pool the connections are registered with: its
 	// input flow control (hub.Hub.HoldInput) and its close callback
@@ -89,12 +89,19 @@ type Loop[C Conn] struct {
 	stopOnce sync.Once
 }
 
-// New returns a Loop of h's connections; it does not listen yet.
-func New[C Conn](h Handler[C], cfg Config) *Loop[C] {
+// New returns a Loop of h's connections; it does not listen yet. The error
+// says which required field of cfg is missing.
+func New[C Conn](h Handler[C], cfg Config) (*Loop[C], error) {
+	switch {
+	case cfg.Hub == nil:
+		return nil, errors.New("reactor: a Hub is required")
+	case cfg.MaxInputBacklog <= 0:
+		return nil, errors.New("reactor: MaxInputBacklog must be positive")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Loop[C]{h: h, cfg: cfg, log: cfg.Logger, served: make(chan error, 1)}
+	return &Loop[C]{h: h, cfg: cfg, log: cfg.Logger, served: make(chan error, 1)}, nil
 }
 
 // Listen binds the TCP address addr (":8080", "127.0.0.1:0") and prepares

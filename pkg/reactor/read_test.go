@@ -148,7 +148,11 @@ func testLoop(t testing.TB, hc hub.Config, backlog int) (*Loop[*testConn], *hub.
 		defer cancel()
 		_ = h.Shutdown(ctx)
 	})
-	return New[*testConn](testHandler{h}, Config{Hub: h, MaxInputBacklog: backlog}), h
+	l, err := New[*testConn](testHandler{h}, Config{Hub: h, MaxInputBacklog: backlog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, h
 }
 
 // open opens a connection on l, closed when the test ends.

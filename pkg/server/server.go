@@ -147,8 +147,11 @@ func New(cfg Config) (*Server, error) {
 	s.proto, s.hub = proto, proto.Hub()
 	applied := proto.Config()
 	s.cfg.MaxMessageSize, s.cfg.Broker = applied.MaxMessageSize, applied.Broker
-	s.loop = reactor.New[*connState](handler{s}, reactor.Config{Hub: s.hub, MaxInputBacklog: s.cfg.MaxInputBacklog,
-		Logger: s.log, NetpollLogger: s.cfg.Logger.Named("netpoll")})
+	s.loop, err = reactor.New[*connState](handler{s}, reactor.Config{Hub: s.hub,
+		MaxInputBacklog: s.cfg.MaxInputBacklog, Logger: s.log, NetpollLogger: s.cfg.Logger.Named("netpoll")})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -75,8 +75,12 @@ func New(cfg Config) (*Listener, error) {
 	}
 	cfg.setDefaults()
 	l := &Listener{cfg: cfg, log: cfg.Logger.Named("mqtt"), proto: cfg.Protocol, hub: cfg.Protocol.Hub()}
-	l.loop = reactor.New[*conn](handler{l}, reactor.Config{Hub: l.hub, MaxInputBacklog: cfg.MaxInputBacklog,
+	var err error
+	l.loop, err = reactor.New[*conn](handler{l}, reactor.Config{Hub: l.hub, MaxInputBacklog: cfg.MaxInputBacklog,
 		Logger: l.log})
+	if err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
