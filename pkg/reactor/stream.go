@@ -24,9 +24,9 @@ type Socket interface {
 // netpoll hands back to OnRequest and, with an Encoding of its own, the
 // connection's hub.Transport. It is 48 bytes, nothing else is held while the
 // connection is idle, and it is owned by the connection's OnRequest, which
-// netpoll never runs concurrently with itself; only the hub.Transport
-// methods are called from other goroutines (under the hub.Conn's write
-// lock).
+// netpoll never runs concurrently with itself; the hub calls its
+// hub.Transport, hub.InputPauser and hub.Unsent methods from other
+// goroutines, and those read only the socket.
 type Stream struct {
 	sock    Socket
 	partial []byte // tail of a half-received frame or request; nil when idle
