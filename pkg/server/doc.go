@@ -1,9 +1,9 @@
-// Package server is the WebSocket transport and the reactor: a
-// cloudwego/netpoll event loop that accepts TCP connections, answers plain
-// HTTP (/health, /ready, POST /internal/publish, errors), upgrades /ws to
-// WebSocket with gobwas/ws, parses RFC 6455 frames incrementally and
-// decodes their MessagePack (or JSON) commands. Each command goes to the
-// session protocol (pkg/session: auth, subscribe, publish, limits...), with
+// Package server is the WebSocket transport: on a reactor event loop
+// (pkg/reactor), which accepts the TCP connections and reads them, it
+// answers plain HTTP (/health, /ready, POST /internal/publish, errors),
+// upgrades /ws to WebSocket with gobwas/ws, parses RFC 6455 frames
+// incrementally and decodes their MessagePack (or JSON) commands. Each
+// command goes to the session protocol (pkg/session: auth, subscribe, publish, limits...), with
 // the connection's reader state (connState) as its session.Sink: every
 // reply is its MessagePack payload in a binary frame. The work that
 // results runs on the hub's fixed worker pool.
@@ -25,12 +25,16 @@
 //
 // # Reading without pinning goroutines
 //
-// netpoll runs OnRequest on a pooled goroutine when bytes arrive. OnRequest
-// never blocks waiting for more bytes: it consumes everything buffered,
-// processes every complete request or frame in place (zero-copy, unmasked in
-// the netpoll buffer), and copies only the tail of a half-received request or
-// frame into the connection's partial buffer, which is released as soon as
-// that frame completes. An idle connection holds no buffer of ours.
+// The reactor hands each read to the Server's reactor.Handler (read.go),
+// which never waits for more bytes: it processes every complete request or
+// frame in place (zero-copy, unmasked in the netpoll buffer) and leaves the
+// tail of a half-received one to the reactor, told its declared length
+// (reactor.Stream.SetNeed). A fragmented message is the Stream's message in
+// progress (BeginMessage with its opcode, EndMessage when it completes), so
+// its frame timeout runs from its first fragment. The reactor bounds the
+// input, keeps the partial buffer, times frames (the handshake has its own
+// deadline) and flushes the replies once per read; an idle connection
+// holds no buffer.
 //
 // OnRequest calls for one connection never overlap (netpoll guarantees it),
 // so the reader-side state (partial bytes, fragments, rate windows) needs no

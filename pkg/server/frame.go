@@ -11,10 +11,10 @@ import (
 )
 
 // readFrame handles the frame at the start of b (RFC 6455 §5.2) and returns
-// its length, or 0 when it is not complete yet. The declared length is
-// checked against the frame cap before anything is buffered for it.
+// its length, or 0 when it is not complete yet (with its total length,
+// reactor.Stream.SetNeed, once its header is complete). The declared length
+// is checked against the frame cap before anything is buffered for it.
 func (s *Server) readFrame(st *connState, b []byte) int {
-	st.need = 0
 	if len(b) < 2 {
 		return 0
 	}
@@ -66,7 +66,7 @@ func (s *Server) readFrame(st *connState, b []byte) int {
 	}
 	total := hlen + int(length)
 	if len(b) < total {
-		st.need = int32(total)
+		st.SetNeed(total)
 		return 0
 	}
 	var mask [4]byte
@@ -86,7 +86,7 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 	case ws.OpClose:
 		s.onClose(st, payload)
 	case ws.OpContinuation:
-		if st.fragOp == 0 {
+		if st.Message() == 0 {
 			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "continuation without a started message"))
 			return
 		}
@@ -96,17 +96,17 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		}
 		st.frag = append(st.frag, payload...)
 		if fin {
-			msgOp, msg := ws.OpCode(st.fragOp), st.frag
-			st.fragOp, st.frag = 0, nil
-			s.onMessage(st, msgOp, msg)
+			msgOp, msg := ws.OpCode(st.Message()), st.frag
+			st.frag = nil
+			s.onMessage(st, msgOp, msg) // which ends the message (EndMessage)
 		}
 	default: // text or binary
-		if st.fragOp != 0 {
+		if st.Message() != 0 {
 			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "new message inside a fragmented message"))
 			return
 		}
 		if !fin {
-			st.fragOp = byte(op)
+			st.BeginMessage(byte(op))
 			st.frag = append(make([]byte, 0, min(2*len(payload)+64, s.cfg.MaxFrameSize)), payload...)
 			return
 		}
@@ -137,17 +137,15 @@ func (s *Server) onClose(st *connState, p []byte) {
 	st.Disconnect(d)
 }
 
-// Disconnect implements session.Sink: it closes the connection for d from
-// the reader, after the replies already owed to it (so they keep their
-// order), and ignores the rest of the input. The socket is released once
-// the peer closes its side or the close deadline passes (see hub.Conn).
+// Disconnect implements session.Sink and reactor.Conn: it closes the
+// connection for d from the reader, after the replies already owed to it
+// (so they keep their order), with the close frame of d once upgraded, and
+// ignores the rest of the input (reactor.Stream.CloseNow). The socket is
+// released once the peer closes its side or the close deadline passes
+// (see hub.Conn).
 func (st *connState) Disconnect(d disconnect.Disconnect) {
-	if st.closing {
-		return
-	}
-	st.closing = true
 	st.frag = nil
-	st.Conn.CloseNow(d)
+	st.CloseNow(st.Conn, d)
 }
 
 // validCloseCode reports whether a peer may send code in a close frame (RFC

@@ -7,6 +7,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkReadFrames(b *testing.B) {
 	}
 	s.hub.Start()
 	b.Cleanup(func() { _ = s.hub.Shutdown(b.Context()) })
-	st := &connState{nc: nullTransport{}}
+	st := &connState{Stream: reactor.NewStream(nullTransport{})}
 	st.Conn = s.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseAuthed)
 	st.Conn.SetSession(&hub.Session{Grant: demoGrant("bob"), Version: 1})

@@ -9,6 +9,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -47,18 +48,19 @@ func FuzzFrameReader(f *testing.F) {
 	f.Cleanup(func() { _ = s.hub.Shutdown(context.Background()) })
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		st := &connState{nc: nullTransport{}}
+		st := &connState{Stream: reactor.NewStream(nullTransport{})}
 		st.Conn = s.hub.Register(st)
 		defer s.hub.Closed(st.Conn)
 		in := append(append([]byte(nil), upgrade...), data...)
+		var partial []byte // what the reactor would keep between reads
 		step := int(chunk%16) + 1
-		for off := 0; off < len(in) && !st.closing; off += step {
+		for off := 0; off < len(in) && !st.Closing(); off += step {
 			end := min(off+step, len(in))
-			buf := append(st.partial, in[off:end]...)
+			buf := append(partial, in[off:end]...)
 			used, _ := s.process(st, buf)
-			st.partial = append([]byte(nil), buf[used:]...)
-			if len(st.partial) > 4096+14+s.cfg.MaxHeaderBytes {
-				t.Fatalf("partial buffer grew to %d bytes", len(st.partial))
+			partial = append([]byte(nil), buf[used:]...)
+			if len(partial) > 4096+14+s.cfg.MaxHeaderBytes {
+				t.Fatalf("partial buffer grew to %d bytes", len(partial))
 			}
 		}
 	})

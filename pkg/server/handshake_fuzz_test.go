@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 )
 
 // FuzzHandshake feeds arbitrary request bytes, split into chunks of 1 to 32
@@ -49,26 +50,27 @@ func FuzzHandshake(f *testing.F) {
 	f.Cleanup(func() { _ = s.hub.Shutdown(context.Background()) })
 
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		st := &connState{nc: nullTransport{}}
+		st := &connState{Stream: reactor.NewStream(nullTransport{})}
 		st.Conn = s.hub.Register(st)
 		defer s.hub.Closed(st.Conn)
 		step := int(chunk%32) + 1
-		for off := 0; off < len(data) && !st.closing; off += step {
-			buf := append(st.partial, data[off:min(off+step, len(data))]...)
+		var partial []byte // what the reactor would keep between reads
+		for off := 0; off < len(data) && !st.Closing(); off += step {
+			buf := append(partial, data[off:min(off+step, len(data))]...)
 			used, _ := s.process(st, buf)
 			if used < 0 || used > len(buf) {
 				t.Fatalf("process used %d of %d bytes", used, len(buf))
 			}
-			if st.closing {
+			if st.Closing() {
 				break // onRequest drops the rest
 			}
-			st.partial = append([]byte(nil), buf[used:]...)
+			partial = append([]byte(nil), buf[used:]...)
 			limit := maxFrame + 14
 			if st.Conn.Phase() == hub.PhaseHandshake {
 				limit = maxHeader
 			}
-			if len(st.partial) > limit {
-				t.Fatalf("kept %d bytes in phase %d, limit %d", len(st.partial), st.Conn.Phase(), limit)
+			if len(partial) > limit {
+				t.Fatalf("kept %d bytes in phase %d, limit %d", len(partial), st.Conn.Phase(), limit)
 			}
 		}
 	})

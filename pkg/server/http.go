@@ -40,7 +40,6 @@ func (s *Server) handshake(st *connState, b []byte) int {
 		if len(b) > s.cfg.MaxHeaderBytes {
 			s.rejectRequest(st, 431, "request header too large")
 		}
-		st.need = 0
 		return 0
 	}
 	req := b[:end+4]
@@ -62,8 +61,7 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	case internalPublishPath:
 		n := s.internalPublish(st, b)
 		if n < 0 {
-			st.need = 0 // the rest of the body: any more input
-			return 0
+			return 0 // the rest of the body: any more input
 		}
 		s.obs.handshakes[HandshakeInternal].Add(1)
 		return n

@@ -22,7 +22,7 @@ var commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
 // empty binary message is the heartbeat, answered here once authenticated;
 // a text message is JSON, converted to MessagePack first.
 func (s *Server) onMessage(st *connState, op ws.OpCode, payload []byte) {
-	st.msgDone = true
+	st.EndMessage()
 	authed := st.Conn.Phase() == hub.PhaseAuthed
 	if op == ws.OpBinary && len(payload) == 0 {
 		if authed {

@@ -42,7 +42,7 @@ func (s *Server) AddReadyCheck(name string, check func() error) {
 // AddReadyCheck passes.
 func (s *Server) NotReady() []NotReadyReason {
 	var out []NotReadyReason
-	if s.draining.Load() {
+	if s.loop.Draining() {
 		out = append(out, NotReadyReason{Name: "shutting_down", Err: errShuttingDown})
 	}
 	if r, ok := s.cfg.Broker.(interface{ Ready() error }); ok {

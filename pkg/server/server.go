@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/cloudwego/netpoll"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store"
 	"github.com/NoLagApp/kraken/pkg/webhook"
@@ -135,24 +133,10 @@ type Server struct {
 	cfg      Config
 	log      *zap.Logger
 	proto    *session.Protocol
-	hub      *hub.Hub // proto.Hub()
-	loop     netpoll.EventLoop
-	ln       net.Listener
-	draining atomic.Bool
-	obs      instruments // counters for /metrics and readiness checks (stats.go)
-	served   chan error
+	hub      *hub.Hub                  // proto.Hub()
+	loop     *reactor.Loop[*connState] // accepts and reads the connections (read.go)
+	obs      instruments               // counters for /metrics and readiness checks (stats.go)
 	stopOnce sync.Once
-}
-
-var netpollOnce sync.Once
-
-// tuneNetpoll shrinks netpoll's per-connection buffers: nodes of 512 bytes
-// instead of 4–8 KiB, so an idle connection costs a few KiB, not twelve.
-func tuneNetpoll() {
-	netpollOnce.Do(func() {
-		netpoll.LinkBufferCap = 512
-		_ = netpoll.Configure(netpoll.Config{BufferSize: 512, LoggerOutput: &netpollLogger})
-	})
 }
 
 // New validates cfg and builds a Server. It does not listen yet.
@@ -161,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: an Authenticator is required")
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger.Named("server"), served: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: cfg.Logger.Named("server")}
 	scfg := cfg.sessionConfig()
 	scfg.OnClose = s.closed
 	proto, err := session.New(scfg)
@@ -171,33 +155,26 @@ func New(cfg Config) (*Server, error) {
 	s.proto, s.hub = proto, proto.Hub()
 	applied := proto.Config()
 	s.cfg.MaxMessageSize, s.cfg.Broker = applied.MaxMessageSize, applied.Broker
+	s.loop, err = reactor.New[*connState](handler{s}, reactor.Config{Hub: s.hub,
+		MaxInputBacklog: s.cfg.MaxInputBacklog, OnHangup: s.proto.Hangup, Logger: s.log,
+		NetpollLogger: s.cfg.Logger.Named("netpoll")})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// Start listens on cfg.Addr and serves in the background.
+// Start listens on cfg.Addr, starts the session protocol (its hub and
+// fan-out broker) and serves in the background.
 func (s *Server) Start() error {
-	netpollLogger.log.Store(s.cfg.Logger.Named("netpoll"))
-	tuneNetpoll()
-	ln, err := netpoll.CreateListener("tcp", s.cfg.Addr)
-	if err != nil {
+	if err := s.loop.Listen(s.cfg.Addr); err != nil {
 		return err
 	}
-	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnPrepare(s.onPrepare),
-		netpoll.WithOnDisconnect(s.onDisconnect))
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	s.ln, s.loop = ln, loop
 	if err := s.proto.Start(s.cfg.Context); err != nil {
-		_ = ln.Close()
+		_ = s.loop.Shutdown(context.Background()) // closes the listener
 		return fmt.Errorf("server: start the fan-out broker: %w", err)
 	}
-	// Ends when Serve does, once Shutdown has closed the loop; Shutdown
-	// waits for it up to a second (served has room for its result, so it
-	// never blocks).
-	go func() { s.served <- loop.Serve(ln) }()
-	s.log.Info("listening", zap.String("addr", ln.Addr().String()))
+	s.loop.Serve()
 	switch s.cfg.InternalSecret {
 	case "":
 		s.log.Info("POST /internal/publish is disabled: set INTERNAL_SECRET to enable it")
@@ -208,7 +185,7 @@ func (s *Server) Start() error {
 }
 
 // Addr returns the listening address (useful with port 0).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr { return s.loop.Addr() }
 
 // Hub returns the worker pool, for stats.
 func (s *Server) Hub() *hub.Hub { return s.hub }
@@ -220,47 +197,16 @@ func (s *Server) Protocol() *session.Protocol { return s.proto }
 
 // Shutdown stops accepting, closes every connection with 1012 (service
 // restart, protocol-decisions.md D-5) after what is queued to it, gives the
-// peers Hub CloseTimeout to close their side, and stops the workers, within
-// ctx.
+// peers Hub CloseTimeout to close their side, stops the workers and closes
+// the event loop, within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
-		s.draining.Store(true)
+		s.loop.Drain()
 		err = s.proto.Shutdown(ctx)
-		if e := s.loop.Shutdown(ctx); err == nil && e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
+		if e := s.loop.Shutdown(ctx); err == nil {
 			err = e
-		}
-		select {
-		case <-s.served:
-		case <-time.After(time.Second):
 		}
 	})
 	return err
-}
-
-func (s *Server) onPrepare(nc netpoll.Connection) context.Context {
-	st := &connState{}
-	sock, ok := nc.(socket)
-	if !ok || s.draining.Load() {
-		_ = nc.Close()
-		return st
-	}
-	st.nc = sock
-	st.Conn = s.hub.Register(st)
-	c := st.Conn
-	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
-		s.hub.Closed(c)
-		return nil
-	})
-	return st
-}
-
-// onDisconnect runs on netpoll's poller when the peer hangs up, beside an
-// OnRequest that may still be running (the close callback waits for it to
-// return): the backend call the connection's reader has in flight, an
-// auth waiting on the auth service, is cancelled now (session.Protocol.Hangup).
-func (s *Server) onDisconnect(ctx context.Context, _ netpoll.Connection) {
-	if st, ok := ctx.(*connState); ok && st.Conn != nil {
-		s.proto.Hangup(st.Conn)
-	}
 }

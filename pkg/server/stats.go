@@ -116,7 +116,6 @@ type Stats struct {
 // instruments holds the server's counters and its readiness checks. The zero
 // value is ready to use.
 type instruments struct {
-	bytesIn    atomic.Uint64
 	handshakes [numHandshakes]atomic.Uint64
 	closed     [numTransports][disconnect.NumReasons]atomic.Uint64
 	ws         atomic.Int64
@@ -130,7 +129,7 @@ type instruments struct {
 // costs a few hundred atomic loads.
 func (s *Server) Stats() Stats {
 	o := &s.obs
-	st := Stats{Hub: s.hub.Stats(), Stats: s.proto.Stats(), ReceivedBytes: o.bytesIn.Load(),
+	st := Stats{Hub: s.hub.Stats(), Stats: s.proto.Stats(), ReceivedBytes: s.loop.ReceivedBytes(),
 		WebSocketConns: max(o.ws.Load(), 0), MQTTConns: max(o.mqtt.Load(), 0), Resume: s.proto.ResumeStats()}
 	for i := range st.Handshakes {
 		st.Handshakes[i] = o.handshakes[i].Load()

@@ -20,6 +20,10 @@ type State struct {
 	logged      uint16 // refusal kinds already logged at info (logRefusal)
 }
 
+// Record returns Conn, the connection's hub record: what the reactor asks
+// of a transport's connection state (reactor.Conn), which embeds State.
+func (st *State) Record() *hub.Conn { return st.Conn }
+
 // window moves the rate and error windows to the wall-clock second sec
 // (unix), emptying both when it is a new one.
 func (st *State) window(sec uint32) {

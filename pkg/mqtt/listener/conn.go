@@ -1,81 +1,39 @@
 package listener
 
 import (
-	"net"
-	"time"
-
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
-	"github.com/NoLagApp/kraken/pkg/sockio"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// socket is what conn needs of netpoll's connection.
-type socket interface {
-	Fd() int
-	RemoteAddr() net.Addr
-	Close() error
-}
-
 // conn is the reader-side state of one MQTT connection, owned by its
-// OnRequest (never run concurrently with itself). It is also the context
-// netpoll hands back to OnRequest, the connection's hub.Transport and its
-// session.Sink.
+// OnRequest (never run concurrently with itself). Its reactor.Stream makes
+// it the context netpoll hands back to OnRequest and, with its Encoding,
+// the connection's hub.Transport; it is also the connection's session.Sink.
 type conn struct {
-	session.State        // the hub record (Conn), rate and error windows
-	nc            socket // the socket; conn writes to it straight (Writev)
-
-	partial []byte // tail of a half-received packet; nil when idle
+	session.State  // the hub record (Conn), rate and error windows
+	reactor.Stream // the socket, the partial packet, what this read decided
 
 	// The packet being handled, for the replies it gets (Write, Frame):
 	// read and written on the reader only.
-	cur     packet.Type
-	curID   uint16 // its Packet Identifier
-	curQoS  byte   // a PUBLISH's QoS
-	curLast bool   // the last filter of a SUBSCRIBE or UNSUBSCRIBE is being handled
-	granted bool   // the current SUBSCRIBE filter was accepted (Frame(KindSubscribed))
-	refused bool   // the current SUBSCRIBE filter was refused (Write(KindError))
-	ack     []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
+	curID     uint16      // its Packet Identifier (first: no padding after the Stream)
+	cur       packet.Type // its type; 0 between packets
+	curQoS    byte        // a PUBLISH's QoS
+	curLast   bool        // the last filter of a SUBSCRIBE or UNSUBSCRIBE is being handled
+	granted   bool        // the current SUBSCRIBE filter was accepted (Frame(KindSubscribed))
+	refused   bool        // the current SUBSCRIBE filter was refused (Write(KindError))
+	connected bool        // a CONNECT was accepted
+
+	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
 	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
-
-	connected bool // a CONNECT was accepted
-	closing   bool // a close was decided: ignore the rest of the input
-	wrote     bool // frames were queued during this OnRequest
 }
-
-// Deadline implements context.Context: there is none.
-func (*conn) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// Done implements context.Context: never done.
-func (*conn) Done() <-chan struct{} { return nil }
-
-// Err implements context.Context.
-func (*conn) Err() error { return nil }
-
-// Value implements context.Context: no values.
-func (*conn) Value(any) any { return nil }
-
-// Writev implements hub.Transport: non-blocking write(2)/writev(2) on the
-// descriptor; EAGAIN is a short count with a nil error.
-func (st *conn) Writev(bufs [][]byte) (int, error) {
-	return sockio.Writev(st.nc.Fd(), bufs)
-}
-
-// CloseWrite implements hub.Transport: shutdown(SHUT_WR).
-func (st *conn) CloseWrite() error { return sockio.CloseWrite(st.nc.Fd()) }
-
-// Close implements hub.Transport: netpoll closes the socket and runs the
-// close callback (Hub.Closed).
-func (st *conn) Close() error { return st.nc.Close() }
 
 // Encoding implements hub.Transport: MQTT packets.
 func (*conn) Encoding() hub.Encoding { return Encoding{} }
-
-// RemoteAddr is the peer's address (logs).
-func (st *conn) RemoteAddr() net.Addr { return st.nc.RemoteAddr() }
 
 // unsubackPlaceholder is what a worker writes for the unsubscribes of an
 // UNSUBSCRIBE before its last filter: nothing, but not nil, since an
@@ -161,30 +119,11 @@ func connackCode(e *wire.Error) packet.ReturnCode {
 	return packet.RefusedNotAuthorized
 }
 
-// SetReadPaused implements hub.InputPauser: netpoll stops or resumes
-// reading the socket (sockio.SetReadPaused).
-func (st *conn) SetReadPaused(paused bool) error { return sockio.SetReadPaused(st.nc, paused) }
-
-// Disconnect implements session.Sink: closes after what is owed and queued
-// (hub.Conn.CloseNow).
-func (st *conn) Disconnect(d disconnect.Disconnect) {
-	if st.closing {
-		return
-	}
-	st.closing = true
-	st.Conn.CloseNow(d)
-}
+// Disconnect implements session.Sink and reactor.Conn: closes after what is
+// owed and queued (reactor.Stream.CloseNow); MQTT 3.1.1 has no packet for
+// it, so the socket just closes.
+func (st *conn) Disconnect(d disconnect.Disconnect) { st.CloseNow(st.Conn, d) }
 
 // write queues a packet behind the replies workers still owe the
-// connection (hub.Conn.Write); it is flushed at the end of onRequest.
-func (st *conn) write(frame []byte) {
-	if frame == nil {
-		return
-	}
-	if st.Conn.Write(frame) {
-		st.wrote = true
-	}
-}
-
-// Unsent implements hub.Unsent: the bytes the socket has not sent yet.
-func (st *conn) Unsent() int { return sockio.Unsent(st.nc.Fd()) }
+// connection (reactor.Stream.Queue); it is flushed at the end of the read.
+func (st *conn) write(frame []byte) { st.Queue(st.Conn, frame) }

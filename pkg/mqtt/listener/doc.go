@@ -1,14 +1,17 @@
 // Package listener is kraken's MQTT 3.1.1 transport (protocol.md §8,
-// protocol-decisions.md OQ-27 and section F): a netpoll listener whose
-// connections are served by the same session protocol, hub, grants, limits
-// and retained store as the WebSocket listener (pkg/server), so an MQTT
-// device and an SDK client meet on the same topics.
+// protocol-decisions.md OQ-27 and section F): a listener on the reactor
+// (pkg/reactor, the event loop and read loop the WebSocket listener runs
+// on too) whose connections are served by the same session protocol, hub,
+// grants, limits and retained store as the WebSocket listener
+// (pkg/server), so an MQTT device and an SDK client meet on the same
+// topics.
 //
 // Per connection there is one small state struct (conn) that embeds
-// session.State and is the connection's hub.Transport (writev straight to
-// the descriptor, as pkg/server does) and session.Sink. The reader parses
-// with the strict codec of pkg/mqtt/packet as bytes arrive, never waiting
-// for more and copying only a half-received tail, and maps packets to
+// session.State and a reactor.Stream, and is the connection's
+// hub.Transport (writev straight to the descriptor) and session.Sink. The
+// reactor reads it; the listener's reactor.Handler parses with the strict
+// codec of pkg/mqtt/packet what has arrived, never waiting for more (the
+// reactor keeps a half-received tail), and maps packets to
 // session commands: CONNECT to `auth`, PUBLISH to `publish`, each filter of
 // SUBSCRIBE and UNSUBSCRIBE to `subscribe` and `unsubscribe`. Replies come
 // back as Reply kinds and become CONNACK, PUBACK, SUBACK and UNSUBACK; the

@@ -13,6 +13,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
 
@@ -85,7 +86,7 @@ func FuzzProcess(f *testing.F) {
 		defer unix.Close(fds[1])
 		defer unix.Close(fds[0])
 		l := fuzzLst
-		st := &conn{nc: pairSocket{fds[0]}}
+		st := &conn{Stream: reactor.NewStream(pairSocket{fds[0]})}
 		st.Conn = l.hub.Register(st)
 		st.Conn.SetPhase(hub.PhaseOpen)
 		defer l.hub.Closed(st.Conn)
@@ -97,7 +98,7 @@ func FuzzProcess(f *testing.F) {
 		if used > len(buf) {
 			t.Fatalf("used %d of %d bytes", used, len(buf))
 		}
-		if used < len(buf) && !st.closing { // what is left must be a packet still arriving
+		if used < len(buf) && !st.Closing() { // what is left must be a packet still arriving
 			var p packet.Packet
 			if n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, &p); n != 0 || err != nil {
 				t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
@@ -106,6 +107,6 @@ func FuzzProcess(f *testing.F) {
 		for deadline := time.Now().Add(2 * time.Second); st.Conn.PendingReplies() > 0 && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Microsecond) // the workers answer what the reader handed them
 		}
-		l.flush(st)
+		st.Conn.Flush()
 	})
 }

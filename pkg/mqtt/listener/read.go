@@ -1,26 +1,18 @@
 package listener
 
 import (
-	"context"
 	"sync"
 	"time"
 
-	"github.com/cloudwego/netpoll"
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
-
-// readChunk is the most input one onRequest call takes; netpoll calls again
-// while input remains.
-const readChunk = 256 << 10
-
-// partialKeep is the partial-buffer capacity kept across packets.
-const partialKeep = 4096
 
 // maxGrantedQoS is the highest QoS a SUBACK grants: QoS 2 is downgraded to
 // 1 (MQTT 3.1.1 §3.9.3 lets the server grant less).
@@ -31,105 +23,52 @@ var (
 	commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
 )
 
-// onRequest consumes what netpoll has buffered, up to readChunk bytes,
-// handling every complete packet; only a half-received tail is copied
-// (partial). It never waits for bytes. A complete packet moves the idle
-// deadline (any packet resets the keep-alive, OQ-27); a packet in progress
-// is timed from its first byte (hub.Conn.SetFrameStart), so a trickling
-// client meets the hub's frame timeout. Once a close is decided the rest of
-// the input is discarded.
-func (l *Listener) onRequest(ctx context.Context, nc netpoll.Connection) error {
-	st, _ := ctx.(*conn)
-	r := nc.Reader()
-	n := r.Len()
-	if st == nil || st.Conn == nil || st.closing || st.Conn.Closing() {
-		_ = r.Skip(n)
-		_ = r.Release()
-		return nil
+// handler is the Listener as the reactor's Handler of MQTT connections:
+// the reactor (pkg/reactor) accepts and reads them, bounds their input,
+// keeps their partial packets and times them (a complete packet moves the
+// idle deadline, as any packet resets the keep-alive, OQ-27; a packet in
+// progress meets the hub's frame timeout); the Listener parses and handles
+// the packets (process).
+type handler struct{ l *Listener }
+
+// Open implements reactor.Handler: a connection is registered with the
+// hub already open, since MQTT has no handshake: the hub's auth deadline
+// is what closes a connection that never sends a CONNECT.
+func (h handler) Open(sock reactor.Socket) *conn {
+	st := &conn{Stream: reactor.NewStream(sock)}
+	st.NotResumable() // clean sessions only (doc.go)
+	st.Conn = h.l.hub.Register(st)
+	st.Conn.SetPhase(hub.PhaseOpen)
+	if h.l.cfg.OnOpen != nil {
+		h.l.cfg.OnOpen(st.Conn)
 	}
-	// What netpoll reads at once when a paused socket is resumed is the
-	// pause's doing, not the client's: it is worked through, not closed.
-	// Up to 4 × the bound, while it lasts.
-	if backlog := n + len(st.partial); backlog > l.cfg.MaxInputBacklog && (!st.Conn.InputHeld() || backlog > 4*l.cfg.MaxInputBacklog) && !l.hub.HoldInput(st.Conn) {
-		st.Disconnect(disconnect.New(disconnect.InputOverflow))
-		_ = r.Skip(n)
-		_ = r.Release()
-		st.partial = nil
-		l.flush(st)
-		return nil
-	}
-	n = min(n, readChunk)
-	now := time.Now().UnixNano()
-	var buf []byte
-	fromPartial := len(st.partial) > 0
-	if fromPartial {
-		chunk, _ := r.Next(n)
-		st.partial = append(st.partial, chunk...)
-		buf = st.partial
-	} else {
-		buf, _ = r.Peek(n)
-	}
-	used, complete := l.process(st, buf)
-	rest := buf[used:]
-	if complete {
-		st.Conn.Touch(now)
-	}
-	if !st.closing {
-		switch {
-		case len(rest) == 0:
-			if st.Conn.FrameStart() != 0 {
-				st.Conn.SetFrameStart(0)
-			}
-		case complete || st.Conn.FrameStart() == 0:
-			st.Conn.SetFrameStart(now)
-		}
-	}
-	switch {
-	case st.closing || len(rest) == 0:
-		st.partial = nil
-	case fromPartial && cap(st.partial) > partialKeep && cap(st.partial) > 2*len(rest):
-		st.partial = append(make([]byte, 0, max(len(rest), partialKeep)), rest...)
-	case fromPartial:
-		st.partial = append(st.partial[:0], rest...)
-	default:
-		st.partial = append(make([]byte, 0, max(len(rest), min(2*len(rest), partialKeep))), rest...)
-	}
-	if !fromPartial {
-		_ = r.Skip(n)
-	}
-	_ = r.Release()
-	l.flush(st)
-	l.hub.HoldInput(st.Conn) // while the workers are behind, read no more of it
-	if st.Conn.InputHeld() && r.Len() == 0 && !l.hub.InputPaused(st.Conn) {
-		st.Conn.InputDrained() // all that came in since the resume is worked through
-	}
-	return nil
+	return st
 }
 
-// flush pushes what this read queued.
-func (l *Listener) flush(st *conn) {
-	if st.wrote {
-		st.wrote = false
-		st.Conn.Flush()
-	}
-}
+// Process implements reactor.Handler (process).
+func (h handler) Process(st *conn, buf []byte) (used int, complete bool) { return h.l.process(st, buf) }
 
 // process handles every complete packet at the start of buf and returns
-// the bytes used and whether at least one packet was complete.
+// the bytes used and whether at least one packet was complete. Each packet
+// is a whole message (reactor.Stream.EndMessage); at an incomplete one it
+// records its length once the fixed header is there (SetNeed).
 func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
 	p := packetPool.Get().(*packet.Packet)
 	defer packetPool.Put(p)
-	for used < len(buf) && !st.closing {
+	for used < len(buf) && !st.Closing() {
 		n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, p)
 		if err != nil {
 			l.refuse(st, err)
 			break
 		}
 		if n == 0 {
+			need, _ := packet.Len(buf[used:], l.cfg.MaxPacketSize)
+			st.SetNeed(need)
 			break
 		}
 		used += n
 		complete = true
+		st.EndMessage()
 		l.handle(st, p)
 	}
 	p.Topic, p.Payload = nil, nil // they alias the read buffer
@@ -282,7 +221,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 		cmd.Reset()
 		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, 1))
 		l.command(st, p, i == len(p.Filters)-1, cmd)
-		if st.closing {
+		if st.Closing() {
 			return
 		}
 		if st.granted && !st.refused {
@@ -322,7 +261,7 @@ func (l *Listener) unsubscribe(st *conn, p *packet.Packet) {
 		cmd.Reset()
 		cmd.Type, cmd.Topic, cmd.HasTopic = "unsubscribe", f.Topic, true
 		l.command(st, p, i == len(p.Filters)-1, cmd)
-		if st.closing {
+		if st.Closing() {
 			return
 		}
 	}

@@ -1,0 +1,212 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cloudwego/netpoll"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// Conn is a transport's state of one connection, as the Loop reads it. It
+// embeds a Stream (which makes it a context.Context and the socket half of
+// its hub.Transport) and is registered with the hub by Handler.Open.
+type Conn interface {
+	context.Context
+	// Record returns the connection's hub record (session.State.Record),
+	// set by Handler.Open.
+	Record() *hub.Conn
+	// Disconnect closes the connection for d from its reader, the
+	// transport's way (session.Sink.Disconnect: a WebSocket close frame, an
+	// MQTT connection closed without a packet); it calls Stream.CloseNow.
+	Disconnect(d disconnect.Disconnect)
+
+	stream() *Stream
+}
+
+// Handler is one transport over the reactor: it makes the state of each
+// connection accepted and parses its input. Both methods run on netpoll's
+// goroutines; Process never concurrently for one connection.
+type Handler[C Conn] interface {
+	// Open returns the state of a connection just accepted on sock,
+	// embedding NewStream(sock), registered with the hub (hub.Hub.Register)
+	// and in the phase its transport starts in (hub.PhaseHandshake for an
+	// HTTP upgrade, hub.PhaseOpen when there is none). It runs in netpoll's
+	// OnPrepare, before anything is read.
+	Open(sock Socket) C
+	// Process handles every complete frame (or request) at the start of
+	// buf, stopping at the first incomplete one or once the connection is
+	// closing (Stream.CloseNow), and returns the bytes used and whether at
+	// least one frame was complete. It never waits for more input: the
+	// Loop keeps buf[used:] and calls it again, with those bytes first,
+	// once more have arrived. buf is valid only until Process returns. It
+	// calls Stream.EndMessage for each message that ends, SetNeed for the
+	// incomplete frame it stops at when its length is known, and queues its
+	// replies with Stream.Queue.
+	Process(st C, buf []byte) (used int, complete bool)
+}
+
+// Config configures a Loop. Hub and MaxInputBacklog are required.
+type Config struct {
+	// Hub is the worker pool the connections are registered with: its
+	// input flow control (hub.Hub.HoldInput) and its close callback
+	// (hub.Hub.Closed).
+	Hub *hub.Hub
+	// MaxInputBacklog bounds a connection's received but unprocessed bytes,
+	// what netpoll holds plus the partial frame, in bytes: above it the
+	// connection is closed with disconnect.InputOverflow, unless the hub is
+	// behind (its socket is then paused instead) or the bytes came in at
+	// once when its paused socket was resumed (up to 4 × the bound).
+	MaxInputBacklog int
+	// OnHangup, when not nil, is told of a connection whose peer hung up,
+	// on netpoll's poller (its OnDisconnect), beside a Process that may
+	// still be running for it: the moment to cancel what its reader waits
+	// for (session.Protocol.Hangup). It must not block. Hub.Hub.Closed
+	// follows from the close callback as usual.
+	OnHangup func(*hub.Conn)
+	// Logger receives the loop's logs ("listening"); nil means none.
+	Logger *zap.Logger
+	// NetpollLogger receives netpoll's own log lines from Listen on, for
+	// every loop of the process (netpoll has one logger); nil leaves them
+	// where an earlier Listen sent them.
+	NetpollLogger *zap.Logger
+}
+
+// Loop is one listener served by a netpoll event loop (netpoll's pollers
+// are shared by the process): it accepts connections through its Handler,
+// reads them (read.go), and stops. Start it with Listen and Serve; stop it
+// with Drain and Shutdown.
+type Loop[C Conn] struct {
+	h        Handler[C]
+	cfg      Config
+	log      *zap.Logger
+	ln       net.Listener
+	loop     netpoll.EventLoop
+	draining atomic.Bool
+	serving  atomic.Bool   // Serve was called
+	received atomic.Uint64 // bytes read and handed to Process
+	served   chan error
+	stopOnce sync.Once
+}
+
+// New returns a Loop of h's connections; it does not listen yet. The error
+// says which required field of cfg is missing.
+func New[C Conn](h Handler[C], cfg Config) (*Loop[C], error) {
+	switch {
+	case cfg.Hub == nil:
+		return nil, errors.New("reactor: a Hub is required")
+	case cfg.MaxInputBacklog <= 0:
+		return nil, errors.New("reactor: MaxInputBacklog must be positive")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Loop[C]{h: h, cfg: cfg, log: cfg.Logger, served: make(chan error, 1)}, nil
+}
+
+// Listen binds the TCP address addr (":8080", "127.0.0.1:0") and prepares
+// the event loop; connections are accepted once Serve is called.
+func (l *Loop[C]) Listen(addr string) error {
+	if l.cfg.NetpollLogger != nil {
+		netpollLogger.log.Store(l.cfg.NetpollLogger)
+	}
+	tuneNetpoll()
+	ln, err := netpoll.CreateListener("tcp", addr)
+	if err != nil {
+		return err
+	}
+	opts := []netpoll.Option{netpoll.WithOnPrepare(l.onPrepare)}
+	if l.cfg.OnHangup != nil {
+		opts = append(opts, netpoll.WithOnDisconnect(l.onDisconnect))
+	}
+	loop, err := netpoll.NewEventLoop(l.onRequest, opts...)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	l.ln, l.loop = ln, loop
+	return nil
+}
+
+// Serve accepts and serves connections in the background, after Listen.
+func (l *Loop[C]) Serve() {
+	l.serving.Store(true)
+	go func() { l.served <- l.loop.Serve(l.ln) }()
+	l.log.Info("listening", zap.String("addr", l.ln.Addr().String()))
+}
+
+// Addr returns the listening address (useful with port 0), after Listen.
+func (l *Loop[C]) Addr() net.Addr { return l.ln.Addr() }
+
+// Drain makes the loop close every connection it accepts from now on; the
+// connections already served are closed by the hub's shutdown.
+func (l *Loop[C]) Drain() { l.draining.Store(true) }
+
+// Draining reports whether Drain (or Shutdown) was called.
+func (l *Loop[C]) Draining() bool { return l.draining.Load() }
+
+// ReceivedBytes returns the bytes read from the loop's sockets and handed
+// to its Handler (requests and frames, headers included).
+func (l *Loop[C]) ReceivedBytes() uint64 { return l.received.Load() }
+
+// Shutdown drains, stops accepting and closes the event loop within ctx,
+// and waits for Serve's goroutine (until ctx is done). Call it after the
+// hub's connections are closed (the session protocol's Shutdown). Only its
+// first call acts; it does nothing when Listen never succeeded, and only
+// closes the listener when Serve was never called. The error is the event
+// loop's, or nil.
+func (l *Loop[C]) Shutdown(ctx context.Context) error {
+	var err error
+	l.stopOnce.Do(func() {
+		l.draining.Store(true)
+		switch {
+		case l.loop == nil:
+			return
+		case !l.serving.Load():
+			_ = l.ln.Close()
+			return
+		}
+		if e := l.loop.Shutdown(ctx); e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
+			err = e
+		}
+		select {
+		case <-l.served:
+		case <-ctx.Done():
+		}
+	})
+	return err
+}
+
+// onPrepare is netpoll's OnPrepare: the Handler opens the connection (its
+// state is the context OnRequest gets back), and the hub is told of its
+// close from netpoll's close callback, before the descriptor is released.
+// A connection accepted while draining is closed at once and gets no state.
+func (l *Loop[C]) onPrepare(nc netpoll.Connection) context.Context {
+	sock, ok := nc.(Socket)
+	if !ok || l.draining.Load() {
+		_ = nc.Close()
+		return nil // netpoll uses context.Background(): onRequest discards
+	}
+	st := l.h.Open(sock)
+	c := st.Record()
+	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
+		l.cfg.Hub.Closed(c)
+		return nil
+	})
+	return st
+}
+
+// onDisconnect is netpoll's OnDisconnect: the peer hung up (Config.OnHangup).
+func (l *Loop[C]) onDisconnect(ctx context.Context, _ netpoll.Connection) {
+	if st, ok := ctx.(C); ok {
+		if c := st.Record(); c != nil {
+			l.cfg.OnHangup(c)
+		}
+	}
+}

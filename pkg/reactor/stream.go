@@ -1,0 +1,130 @@
+package reactor
+
+import (
+	"net"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/sockio"
+)
+
+// Socket is what a Stream needs of netpoll's connection: its descriptor
+// (written with writev(2), never through netpoll's Writer), its peer's
+// address (for logs), and its Close, which runs the close callbacks.
+type Socket interface {
+	Fd() int
+	RemoteAddr() net.Addr
+	Close() error
+}
+
+// Stream is the reactor's part of one connection's state: the socket, the
+// tail of a half-received frame, and what one read decided. A transport's
+// connection state embeds it (Conn), which makes that state the context
+// netpoll hands back to OnRequest and, with an Encoding of its own, the
+// connection's hub.Transport. It is 48 bytes, nothing else is held while the
+// connection is idle, and it is owned by the connection's OnRequest, which
+// netpoll never runs concurrently with itself; the hub calls its
+// hub.Transport, hub.InputPauser and hub.Unsent methods from other
+// goroutines, and those read only the socket.
+type Stream struct {
+	sock    Socket
+	partial []byte // tail of a half-received frame or request; nil when idle
+	need    int32  // bytes the frame at the head of partial needs in total, 0 if not known (SetNeed)
+	message byte   // kind of the message in progress across frames, 0 if none (BeginMessage)
+	closing bool   // a close was decided (CloseNow): the rest of the input is discarded
+	wrote   bool   // frames were queued during this read (Queue): flush at its end
+	ended   bool   // a message ended during this read (EndMessage)
+}
+
+// NewStream returns the Stream of a connection on sock, as a transport's
+// Handler.Open embeds it.
+func NewStream(sock Socket) Stream { return Stream{sock: sock} }
+
+func (s *Stream) stream() *Stream { return s }
+
+// Deadline implements context.Context: there is none.
+func (*Stream) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done implements context.Context: never done.
+func (*Stream) Done() <-chan struct{} { return nil }
+
+// Err implements context.Context: always nil.
+func (*Stream) Err() error { return nil }
+
+// Value implements context.Context: no values.
+func (*Stream) Value(any) any { return nil }
+
+// Writev implements hub.Transport: the bytes of bufs the socket takes now,
+// with non-blocking writev(2) (sockio.Writev); EAGAIN is a short count with
+// a nil error, anything else but EINTR an error.
+func (s *Stream) Writev(bufs [][]byte) (int, error) { return sockio.Writev(s.sock.Fd(), bufs) }
+
+// CloseWrite implements hub.Transport: shutdown(SHUT_WR), a FIN after the
+// closing frame.
+func (s *Stream) CloseWrite() error { return sockio.CloseWrite(s.sock.Fd()) }
+
+// Close implements hub.Transport: netpoll closes the socket and runs the
+// close callback (hub.Hub.Closed, registered by the Loop).
+func (s *Stream) Close() error { return s.sock.Close() }
+
+// RemoteAddr is the peer's address (hub.Conn.RemoteAddr, logs).
+func (s *Stream) RemoteAddr() net.Addr { return s.sock.RemoteAddr() }
+
+// SetReadPaused implements hub.InputPauser: netpoll stops or resumes
+// reading the socket (sockio.SetReadPaused).
+func (s *Stream) SetReadPaused(paused bool) error { return sockio.SetReadPaused(s.sock, paused) }
+
+// Unsent implements hub.Unsent: the bytes the socket has not sent yet
+// (sockio.Unsent).
+func (s *Stream) Unsent() int { return sockio.Unsent(s.sock.Fd()) }
+
+// Queue queues frame on c, the connection's hub record, behind the
+// replies the workers still owe it (hub.Conn.Write), so replies leave in
+// request order (protocol.md §3.3); the Loop flushes the queue once when
+// the read ends. A nil frame queues nothing.
+func (s *Stream) Queue(c *hub.Conn, frame []byte) {
+	if frame != nil && c.Write(frame) {
+		s.wrote = true
+	}
+}
+
+// CloseNow decides, from the connection's reader, to close c for d
+// (hub.Conn.CloseNow: behind the replies owed and what is queued); the
+// first decision wins. Nothing read after it is handled: the rest of this
+// read and every later one are discarded until the peer closes its side
+// or the hub releases the socket.
+func (s *Stream) CloseNow(c *hub.Conn, d disconnect.Disconnect) {
+	if s.closing {
+		return
+	}
+	s.closing = true
+	c.CloseNow(d)
+}
+
+// Closing reports whether the reader decided a close (CloseNow).
+func (s *Stream) Closing() bool { return s.closing }
+
+// SetNeed records that the frame at the head of what Process leaves unused
+// needs n bytes in total, header included, as its header declares; 0 (the
+// value before every Process) says the length is not known yet. It sizes
+// the partial buffer so that a small frame is copied once and a declared
+// length is never reserved before its bytes arrive (partialCap).
+func (s *Stream) SetNeed(n int) { s.need = int32(min(n, 1<<31-1)) }
+
+// BeginMessage records that a message spanning several frames is in
+// progress (a fragmented WebSocket message); kind, not 0, is the
+// transport's own mark (the message's opcode), returned by Message until
+// EndMessage. Its frame timeout runs from its first frame, across the
+// complete frames between its fragments.
+func (s *Stream) BeginMessage(kind byte) { s.message = kind }
+
+// Message returns the kind of the message in progress across frames
+// (BeginMessage), 0 when none is.
+func (s *Stream) Message() byte { return s.message }
+
+// EndMessage records that a message ended during this read (every MQTT
+// packet, every WebSocket data message): none is in progress across
+// frames any more, and a frame left incomplete after it began in this
+// read, so its frame timeout starts now.
+func (s *Stream) EndMessage() { s.message, s.ended = 0, true }
