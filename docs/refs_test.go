@@ -31,7 +31,10 @@ var (
 	// under the original description's name, also when a comment wraps
 	// between the name and the number; a sentence's final dot is trimmed
 	// from the number.
-	sectionRef = regexp.MustCompile(`protocol\.md(?:[ \t]+|[ \t]*\n[ \t]*(?://|#|\*)?[ \t]*)§([0-9.]+)`)
+	sectionRef = regexp.MustCompile(`wire-reference\.md(?:[ \t]+|[ \t]*\n[ \t]*(?://|#|\*)?[ \t]*)§([0-9.]+)`)
+	// oldSectionRef is a section cited under the original description's
+	// file name, which the repository does not contain: none may be left.
+	oldSectionRef = regexp.MustCompile(`(?:^|[^\w/-])protocol\.md(?:[ \t]+|[ \t]*\n[ \t]*(?://|#|\*)?[ \t]*)§([0-9.]+)`)
 	// decisionHeading and sectionHeading are the headings that define them:
 	// the id or § number first in a Markdown heading.
 	decisionHeading = regexp.MustCompile(`(?m)^#{1,6}[ \t]+(OQ-[0-9]+|D-[0-9]+)\b`)
@@ -55,7 +58,8 @@ func (c citation) String() string { return fmt.Sprintf("%s:%d", c.file, c.line) 
 type refs map[string][]citation
 
 // scan reads every text file under the scanned paths and returns the
-// decision ids, the section numbers and the mentions of oldDecisionsName.
+// decision ids, the section numbers, and the citations of files the
+// repository does not have (oldDecisionsName, oldSectionRef).
 func scan(t *testing.T) (ids, sections, old refs) {
 	t.Helper()
 	ids, sections, old = refs{}, refs{}, refs{}
@@ -102,6 +106,9 @@ func scan(t *testing.T) (ids, sections, old refs) {
 				if strings.Contains(line, oldDecisionsName) {
 					old[oldDecisionsName] = append(old[oldDecisionsName], citation{rel, i + 1})
 				}
+			}
+			for _, m := range oldSectionRef.FindAllStringSubmatchIndex(text, -1) {
+				old["protocol.md §"] = append(old["protocol.md §"], at(m[0]))
 			}
 			return nil
 		})
@@ -160,8 +167,9 @@ func missing(t *testing.T, found refs, defined map[string]bool, what string, max
 
 // TestReferencesResolve checks that the repository stands on its own: every
 // decision id the code and documents cite (OQ-<n>, D-<n>) is a heading of
-// docs/decisions.md, and every section they cite as "protocol.md §<n>" is a
-// heading of docs/wire-reference.md.
+// docs/decisions.md, every section they cite as "wire-reference.md §<n>"
+// is a heading of docs/wire-reference.md, and nothing cites a file outside
+// the repository.
 func TestReferencesResolve(t *testing.T) {
 	ids, sections, old := scan(t)
 	if len(ids) == 0 || len(sections) == 0 {
@@ -172,15 +180,12 @@ func TestReferencesResolve(t *testing.T) {
 		missing(t, ids, headings(t, "decisions.md", decisionHeading), "docs/decisions.md has no heading for ", 5)
 	})
 	t.Run("sections", func(t *testing.T) {
-		missing(t, sections, headings(t, "wire-reference.md", sectionHeading), "docs/wire-reference.md has no heading for protocol.md §", 5)
+		missing(t, sections, headings(t, "wire-reference.md", sectionHeading), "docs/wire-reference.md has no heading for wire-reference.md §", 5)
 	})
-	// The citations of the old design-decisions file name are to be renamed
-	// to decisions.md in one pass; until that is done this check runs only
-	// with KRAKEN_STRICT_REFS=1.
+	// Nothing cites the documents these two replace under their old names
+	// (the design-decisions file, the original's protocol description by
+	// section): the repository has neither.
 	t.Run("no-outside-file", func(t *testing.T) {
-		if os.Getenv("KRAKEN_STRICT_REFS") != "1" {
-			t.Skipf("%d mentions of %s left; set KRAKEN_STRICT_REFS=1 to fail on them", len(old[oldDecisionsName]), oldDecisionsName)
-		}
 		missing(t, old, nil, "the repository cites a file outside it: ", 0)
 	})
 }

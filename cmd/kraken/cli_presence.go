@@ -16,7 +16,7 @@ import (
 // runPresence is `kraken presence ROOM`: it prints the presence list of a
 // room, optionally after setting this connection's presence, and with
 // --watch prints presence events until interrupted. It needs a broker that
-// implements presence (protocol.md §7).
+// implements presence (wire-reference.md §7).
 func runPresence(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs, cf := newCLIFlags("presence", "presence [flags] ROOM\n\n"+
 		"Prints the presence list of ROOM (a room slug), one JSON object per member;\n"+

@@ -35,7 +35,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
-// tokenCacheEntries bounds the token cache (protocol.md §4.8).
+// tokenCacheEntries bounds the token cache (wire-reference.md §4.8).
 const tokenCacheEntries = 100_000
 
 // serve runs the broker until ctx is cancelled, then shuts down within
@@ -186,7 +186,7 @@ type external struct {
 	closers  []func(context.Context)
 }
 
-// newExternal builds the control plane (protocol.md §5.2) and the webhook
+// newExternal builds the control plane (wire-reference.md §5.2) and the webhook
 // dispatcher (§5.3) the configuration asks for, started; their calls derive
 // from base, the node's context.
 func newExternal(base context.Context, cfg config.Config, log *zap.Logger) (*external, error) {
@@ -295,7 +295,7 @@ func (b authBackend) addReadyChecks(srv *server.Server) {
 	}
 }
 
-// newAuthenticator picks the auth backend (protocol.md §4.1, D-1): the token
+// newAuthenticator picks the auth backend (wire-reference.md §4.1, D-1): the token
 // file, or every token accepted with AUTH_ALLOW_ALL=true. The error, from
 // static.New, wraps static.ErrRead or static.ErrParse.
 func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
@@ -328,7 +328,7 @@ func newAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 }
 
 // newHTTPAuthenticator is AUTH_BACKEND=http: the user's auth service at
-// AUTH_HTTP_URL (protocol.md §5.1). A set AUTH_FILE is ignored, and says so.
+// AUTH_HTTP_URL (wire-reference.md §5.1). A set AUTH_FILE is ignored, and says so.
 func newHTTPAuthenticator(cfg config.Config, log *zap.Logger) (authBackend, error) {
 	if cfg.AuthFile != config.Defaults().AuthFile {
 		log.Info("AUTH_BACKEND=http: AUTH_FILE is ignored", zap.String("path", cfg.AuthFile))

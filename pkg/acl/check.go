@@ -24,7 +24,7 @@ const (
 // hintNoRule is the hint of DeniedNoRule (D-3, OQ-25).
 const hintNoRule = "topic is outside this token's grants"
 
-// Check decides op on pattern (protocol.md §4.3, §4.4, D-2).
+// Check decides op on pattern (wire-reference.md §4.3, §4.4, D-2).
 //
 // For OpSubscribe, a pattern with wildcard levels needs a rule that
 // Allows(op) and whose Pattern topic.RuleCovers it; a pattern without

@@ -2,7 +2,7 @@ package acl
 
 import "testing"
 
-// demoRule is the rule of the demo tokens (protocol.md §4.1).
+// demoRule is the rule of the demo tokens (wire-reference.md §4.1).
 var demoRule = Rule{
 	Pattern:    "demo/general/#",
 	Topic:      "demo-general",

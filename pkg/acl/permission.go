@@ -2,7 +2,7 @@ package acl
 
 import "strconv"
 
-// Permission is the permission a rule grants (protocol.md §4.1 rule objects,
+// Permission is the permission a rule grants (wire-reference.md §4.1 rule objects,
 // §4.3).
 type Permission uint8
 
@@ -17,7 +17,7 @@ const (
 // ParsePermission maps a rule's `permission` string to a Permission. The
 // match is exact and case-sensitive: "subscribe", "publish" or "pubSub";
 // anything else is PermNone, and the rule still takes part in resolution
-// (protocol.md §4.1, §4.6).
+// (wire-reference.md §4.1, §4.6).
 func ParsePermission(s string) Permission {
 	switch s {
 	case "subscribe":
@@ -46,7 +46,7 @@ func (p Permission) String() string {
 	return "Permission(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Op is an operation that is checked against the rules (protocol.md §4.3).
+// Op is an operation that is checked against the rules (wire-reference.md §4.3).
 type Op uint8
 
 // The checked operations. The zero Op is not a valid operation and is never

@@ -2,10 +2,10 @@ package acl
 
 import "github.com/NoLagApp/kraken/pkg/topic"
 
-// unscopedApp is the app of a rule without an AppID (protocol.md §4.6).
+// unscopedApp is the app of a rule without an AppID (wire-reference.md §4.6).
 const unscopedApp = "unscoped"
 
-// Resolution is where a pattern lives in the broker (protocol.md §4.6).
+// Resolution is where a pattern lives in the broker (wire-reference.md §4.6).
 type Resolution struct {
 	// Key is the routing key (the broker base topic): the exact rule's Topic,
 	// or "<appId>/<pattern>".
@@ -21,7 +21,7 @@ type Resolution struct {
 }
 
 // Resolve maps pattern (the effective pattern, after scope injection) to its
-// broker location: protocol.md §4.6 with the D-2 / OQ-38 fix.
+// broker location: wire-reference.md §4.6 with the D-2 / OQ-38 fix.
 //
 // An exact mapping applies only when pattern has no wildcard levels and some
 // rule has Pattern == pattern byte-exactly and a non-empty Topic; the first

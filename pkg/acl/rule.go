@@ -2,20 +2,20 @@ package acl
 
 import "github.com/NoLagApp/kraken/pkg/topic"
 
-// Rule is one grant rule of a token (an `allowedTopics[]` entry, protocol.md
+// Rule is one grant rule of a token (an `allowedTopics[]` entry, wire-reference.md
 // §4.1 and §4.2).
 type Rule struct {
 	// Pattern is the MQTT-style grant pattern matched against the client's
-	// topic (protocol.md §4.4). A missing pattern is "".
+	// topic (wire-reference.md §4.4). A missing pattern is "".
 	Pattern string
 	// Topic is the internal broker topic. It is used only for an exact rule:
 	// a client pattern byte-identical to Pattern and without wildcards
-	// (protocol.md §4.6, OQ-38).
+	// (wire-reference.md §4.6, OQ-38).
 	Topic string
-	// Permission is what the rule grants (protocol.md §4.3).
+	// Permission is what the rule grants (wire-reference.md §4.3).
 	Permission Permission
 	// RoomID is the internal room id; RoomSlug the slug clients use for
-	// presence; RoomName the optional webhook room name (protocol.md §4.1).
+	// presence; RoomName the optional webhook room name (wire-reference.md §4.1).
 	RoomID, RoomSlug, RoomName string
 	// AppID and AppName are the rule's own app. Rules of one token may name
 	// different apps (OQ-39); an empty AppID resolves as "unscoped".
@@ -24,7 +24,7 @@ type Rule struct {
 
 // Allows reports whether the rule's permission is adequate for op:
 // OpSubscribe needs PermSubscribe or PermPubSub, OpPublish needs PermPublish
-// or PermPubSub (protocol.md §4.3). It does not look at the pattern.
+// or PermPubSub (wire-reference.md §4.3). It does not look at the pattern.
 func (r Rule) Allows(op Op) bool {
 	switch op {
 	case OpSubscribe:
@@ -37,18 +37,18 @@ func (r Rule) Allows(op Op) bool {
 
 // grants reports whether the rule's pattern admits pattern: it must match
 // every topic that pattern can match (D-2, OQ-38). For a pattern without
-// wildcards this is topic.RuleMatches (protocol.md §4.4).
+// wildcards this is topic.RuleMatches (wire-reference.md §4.4).
 func (r Rule) grants(pattern string) bool {
 	return topic.RuleCovers(r.Pattern, pattern)
 }
 
 // Rules is a token's ordered rule list. Order matters only for resolution
-// (protocol.md §4.6). A nil Rules denies everything.
+// (wire-reference.md §4.6). A nil Rules denies everything.
 type Rules []Rule
 
 // RoomBySlug returns the RoomID of the first rule whose RoomSlug equals slug
-// (protocol.md §7.1). An empty slug never matches, since a rule without a
-// room slug names no room (protocol.md §4.1).
+// (wire-reference.md §7.1). An empty slug never matches, since a rule without a
+// room slug names no room (wire-reference.md §4.1).
 func (rs Rules) RoomBySlug(slug string) (roomID string, ok bool) {
 	if slug == "" {
 		return "", false

@@ -9,17 +9,17 @@ import (
 
 // ErrDenied means the token is unknown or the actor has been revoked. The
 // connection layer answers auth with access_denied, or closes a live
-// connection with 4001 token_revoked at revalidation (protocol.md §2.4, §4.9).
+// connection with 4001 token_revoked at revalidation (wire-reference.md §2.4, §4.9).
 // Backends may wrap it; test with errors.Is.
 var ErrDenied = errors.New("auth: access denied")
 
 // ErrUnavailable means the backend could not answer now; try again later.
 // At revalidation it is a retry and keeps the connection open
-// (protocol.md §4.9, OQ-9, OQ-11). Backends may wrap it; test with errors.Is.
+// (wire-reference.md §4.9, OQ-9, OQ-11). Backends may wrap it; test with errors.Is.
 var ErrUnavailable = errors.New("auth: backend unavailable")
 
 // RevokedError is the ErrDenied of a revalidation that carries the
-// backend's reason (protocol.md §4.9: disconnect_reason, else error), which
+// backend's reason (wire-reference.md §4.9: disconnect_reason, else error), which
 // becomes the reason text of the 4001 close.
 type RevokedError struct {
 	// Reason is the backend's reason, e.g. "token_revoked".
@@ -32,24 +32,24 @@ func (e *RevokedError) Error() string { return "auth: revoked: " + e.Reason }
 // Unwrap returns ErrDenied, so errors.Is(err, ErrDenied) holds.
 func (e *RevokedError) Unwrap() error { return ErrDenied }
 
-// Authenticator is the pluggable auth slot (protocol.md §2.2, §4.9).
+// Authenticator is the pluggable auth slot (wire-reference.md §2.2, §4.9).
 // Implementations must be safe for concurrent use; Validate may block on I/O
 // and should return promptly once ctx is done.
 type Authenticator interface {
 	// Validate looks up an access token as sent in the auth frame.
 	// It returns the Grant, or an error wrapping ErrDenied (access_denied)
 	// or ErrUnavailable (connection_failed), or another error when the
-	// backend answered unusably (authentication_failed; protocol.md §2.4).
+	// backend answered unusably (authentication_failed; wire-reference.md §2.4).
 	Validate(ctx context.Context, token string) (*Grant, error)
 	// Revalidate fetches fresh data for a live connection's actor
-	// (protocol.md §4.9). It returns the Grant, or an error wrapping
+	// (wire-reference.md §4.9). It returns the Grant, or an error wrapping
 	// ErrDenied (revoked: close with 4001) or ErrUnavailable (retry later).
 	Revalidate(ctx context.Context, actorTokenID string) (*Grant, error)
 }
 
 // RoomAccessChecker is an optional interface of an Authenticator that can
 // widen a live connection's grant when a subscribe falls outside it: the
-// subscribe cache-miss fallback of protocol.md §4.10 (HTTP
+// subscribe cache-miss fallback of wire-reference.md §4.10 (HTTP
 // /check-room-access). The static backend does not implement it.
 type RoomAccessChecker interface {
 	// CheckRoomAccess asks whether the actor may use pattern (as the client

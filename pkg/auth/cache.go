@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Cache wraps an Authenticator with the success cache of protocol.md §4.8.
+// Cache wraps an Authenticator with the success cache of wire-reference.md §4.8.
 //
 //   - Entries are keyed by the SHA-256 of the whole token, never by a short
 //     hash (OQ-10).
@@ -23,7 +23,7 @@ import (
 //     none of its deadline or cancellation; it is cancelled once every
 //     caller waiting for it has given up, or by Close. Each caller waits
 //     only until its own ctx is done. Close waits for those goroutines.
-//   - Revalidate bypasses the cache (protocol.md §4.9).
+//   - Revalidate bypasses the cache (wire-reference.md §4.9).
 //   - At most maxEntries entries are held. When a new entry does not fit,
 //     expired entries are evicted first and then the oldest entry is dropped.
 //   - If the wrapped backend implements Notifier, the cache flushes itself on
@@ -70,7 +70,7 @@ type cacheEntry struct {
 }
 
 // NewCache returns a Cache in front of a. ttl is how long a success is kept
-// (protocol.md §4.8: 30 s); maxEntries bounds the number of cached tokens.
+// (wire-reference.md §4.8: 30 s); maxEntries bounds the number of cached tokens.
 // A ttl or maxEntries below 1 disables caching, so every call reaches a.
 // now is the clock; nil means time.Now. Call Close when done, after the
 // last Validate.
@@ -97,7 +97,7 @@ func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() tim
 }
 
 // Validate returns the cached Grant for token while it is fresh, and
-// otherwise asks the backend and caches a success (protocol.md §4.8).
+// otherwise asks the backend and caches a success (wire-reference.md §4.8).
 // Callers that miss the cache for the same token while a backend call for it
 // is running wait for that call instead of making their own.
 //
@@ -216,7 +216,7 @@ func (c *Cache) validateBackend(ctx context.Context, token string) (*Grant, erro
 }
 
 // Revalidate asks the backend directly, bypassing the cache
-// (protocol.md §4.9). Errors come from the backend unchanged; a backend
+// (wire-reference.md §4.9). Errors come from the backend unchanged; a backend
 // answering with neither a Grant nor an error is treated as ErrDenied.
 func (c *Cache) Revalidate(ctx context.Context, actorTokenID string) (*Grant, error) {
 	g, err := c.backend.Revalidate(ctx, actorTokenID)
@@ -235,7 +235,7 @@ func (c *Cache) RuleSets() ([]acl.Rules, bool) {
 	return nil, false
 }
 
-// CheckRoomAccess passes the subscribe cache-miss fallback (protocol.md
+// CheckRoomAccess passes the subscribe cache-miss fallback (wire-reference.md
 // §4.10) through to the backend when it implements RoomAccessChecker;
 // otherwise it denies (the static backend has no fallback). It is not
 // cached here: backends cache their own denials.

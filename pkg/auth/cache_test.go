@@ -161,7 +161,7 @@ func TestCacheServesStaleUntilTTL(t *testing.T) {
 	}
 	be.set("a", nil) // revoked in the backend, which has no Notifier
 	if _, err := c.Validate(context.Background(), "a"); err != nil {
-		t.Fatalf("cached token: err = %v, want nil (protocol.md §4.8)", err)
+		t.Fatalf("cached token: err = %v, want nil (wire-reference.md §4.8)", err)
 	}
 	clk.advance(30 * time.Second)
 	if _, err := c.Validate(context.Background(), "a"); !errors.Is(err, ErrDenied) {

@@ -1,11 +1,11 @@
 // Package auth defines the pluggable authentication slot of the broker: the
-// normalised Grant a backend produces for an access token (protocol.md §4.2),
+// normalised Grant a backend produces for an access token (wire-reference.md §4.2),
 // the Authenticator interface every backend implements, and Cache, the 30 s
-// success cache that sits in front of a backend (protocol.md §4.8, OQ-10,
+// success cache that sits in front of a backend (wire-reference.md §4.8, OQ-10,
 // D-1).
 //
 // Backends live in sub-packages; auth/static reads the token file of
-// protocol.md §4.1.
+// wire-reference.md §4.1.
 //
 // # Concurrency
 //

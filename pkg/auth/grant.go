@@ -7,13 +7,13 @@ import (
 )
 
 // Grant is what a backend knows about one access token, normalised so that
-// every backend produces the same shape (protocol.md §4.2).
+// every backend produces the same shape (wire-reference.md §4.2).
 //
 // A Grant handed out by an Authenticator is shared: callers must not modify
 // it or the slices it holds.
 type Grant struct {
 	// ActorTokenID is the actor identity; revalidation looks the actor up by
-	// it (protocol.md §4.9). Never empty for a successful validation.
+	// it (wire-reference.md §4.9). Never empty for a successful validation.
 	ActorTokenID string
 	// OrganizationID keys the per-organisation connection limit (§4.11);
 	// "" means no limit applies.
@@ -22,24 +22,24 @@ type Grant struct {
 	// names; "" when the backend has none (OQ-35).
 	ProjectID string
 	// ActorType is echoed in the auth reply; backends default it to "user"
-	// (protocol.md §2.3).
+	// (wire-reference.md §2.3).
 	ActorType string
-	// ScopeSlug enables scope injection (protocol.md §4.5); "" means none.
+	// ScopeSlug enables scope injection (wire-reference.md §4.5); "" means none.
 	ScopeSlug string
 	// AppID and AppName are the token-level app: the app of the token as a
-	// whole (protocol.md §4.1). Each rule carries its own app as well (OQ-39).
+	// whole (wire-reference.md §4.1). Each rule carries its own app as well (OQ-39).
 	AppID, AppName string
 	// Rules are the ACL and topic-resolution rules in backend order
-	// (protocol.md §4.3–§4.6).
+	// (wire-reference.md §4.3–§4.6).
 	Rules acl.Rules
 	// ActiveSubscriptions are restored on auth{reconnect:true}
-	// (protocol.md §2.6).
+	// (wire-reference.md §2.6).
 	ActiveSubscriptions []Subscription
 	// Lobbies are the lobbies the actor may observe, allowedLobbies in the
-	// static file (protocol.md §4.1, OQ-19).
+	// static file (wire-reference.md §4.1, OQ-19).
 	Lobbies []Lobby
 	// MaxConnections is the per-organisation connection limit; 0 means
-	// unlimited (protocol.md §4.11).
+	// unlimited (wire-reference.md §4.11).
 	MaxConnections int
 	// MaxMessageSize is the per-token message size limit in bytes; 0 means
 	// the server default, MAX_MESSAGE_SIZE (OQ-7).
@@ -48,13 +48,13 @@ type Grant struct {
 	// 0 means the server default, RATE_LIMIT (OQ-6).
 	RateLimit int
 	// ScopeID and ScopeName describe the actor's scope for webhook bodies
-	// (protocol.md §5.3, OQ-40); "" when the backend gives none.
+	// (wire-reference.md §5.3, OQ-40); "" when the backend gives none.
 	ScopeID, ScopeName string
 	// Apps are the actor's apps with their webhook configuration
-	// (protocol.md §4.2, §5.3), looked up by a topic's resolved app id.
+	// (wire-reference.md §4.2, §5.3), looked up by a topic's resolved app id.
 	Apps []App
 	// PersistentSession and SessionExpiry are the backend's session
-	// settings (persistent_session, session_expiry_seconds, protocol.md
+	// settings (persistent_session, session_expiry_seconds, wire-reference.md
 	// §4.2); kept for resumable sessions.
 	PersistentSession bool
 	SessionExpiry     time.Duration
@@ -63,7 +63,7 @@ type Grant struct {
 	// backend gives none, as the token file never does. Only Validate sets
 	// it: a revalidation is about the actor, not a token. A connection is
 	// closed with 4003 token_expired at this time, and a token already past
-	// it is refused with access_denied (protocol.md "Auth").
+	// it is refused with access_denied (docs/protocol.md "Auth").
 	ExpiresAt time.Time
 }
 
@@ -77,7 +77,7 @@ func (g *Grant) App(id string) *App {
 	return nil
 }
 
-// App is one app of a grant and its customer webhooks (protocol.md §5.3).
+// App is one app of a grant and its customer webhooks (wire-reference.md §5.3).
 type App struct {
 	ID, Name string
 	// Hydration is called after a live subscribe (the app-level
@@ -127,20 +127,20 @@ func (a *App) TriggerFor(topicName string) *Webhook {
 }
 
 // Subscription is one subscription a backend lists for restoring on
-// reconnect (protocol.md §2.6, OQ-53).
+// reconnect (wire-reference.md §2.6, OQ-53).
 type Subscription struct {
 	// Pattern is the client pattern (the legacy key is "name").
 	Pattern string
-	// LoadBalance requests a shared subscription (protocol.md §6.8).
+	// LoadBalance requests a shared subscription (wire-reference.md §6.8).
 	LoadBalance bool
 	// LoadBalanceGroup is the group name as the backend gave it; "" means
-	// the actor id is used (protocol.md §4.7).
+	// the actor id is used (wire-reference.md §4.7).
 	LoadBalanceGroup string
-	// Filters are the subscription filters, restored as-is (protocol.md §6.9).
+	// Filters are the subscription filters, restored as-is (wire-reference.md §6.9).
 	Filters []string
 }
 
-// Lobby is one lobby the actor may observe (protocol.md §4.1, §7.3, OQ-19).
+// Lobby is one lobby the actor may observe (wire-reference.md §4.1, §7.3, OQ-19).
 type Lobby struct {
 	// Slug is the name clients use in lobby frames.
 	Slug string

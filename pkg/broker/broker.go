@@ -61,7 +61,7 @@ import (
 
 // Message is one accepted publish as it travels between nodes: everything a
 // node needs to build the `message` frames for its own subscribers
-// (protocol.md §3.2), and nothing that depends on a connection.
+// (wire-reference.md §3.2), and nothing that depends on a connection.
 type Message struct {
 	// Key is the routing key (acl.Resolution.Key) and Topic the topic as
 	// the publisher sent it.
@@ -97,7 +97,7 @@ type Handler interface {
 	// retained publish (m.Retain is set) without delivering it.
 	HandleRetained(m *Message)
 	// HandlePresence records another node's connection joining a room or
-	// changing its presence there (protocol.md §7.1). A Presence with the
+	// changing its presence there (wire-reference.md §7.1). A Presence with the
 	// same Node and ID replaces the previous one, in whichever room.
 	HandlePresence(p *Presence)
 	// HandlePresenceGone records that another node's connection id left its
@@ -115,7 +115,7 @@ type Handler interface {
 }
 
 // Presence is one connection's presence in a room as nodes share it
-// (protocol.md §7.1, §7.3). Data belongs to the receiver.
+// (wire-reference.md §7.1, §7.3). Data belongs to the receiver.
 type Presence struct {
 	// Node is the node that holds the connection and ID the connection's
 	// id on that node; together they name the member cluster-wide.

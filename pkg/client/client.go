@@ -50,7 +50,7 @@ func (s Status) String() string {
 }
 
 // Info describes the authenticated actor, from the broker's auth reply
-// (protocol.md §2.3).
+// (wire-reference.md §2.3).
 type Info struct {
 	ActorTokenID string
 	ProjectID    string
@@ -64,7 +64,7 @@ type Info struct {
 	RestoredSubscriptions Data
 }
 
-// Meta describes one delivered message (protocol.md §3.2; protocol-decisions
+// Meta describes one delivered message (wire-reference.md §3.2; decisions.md
 // OQ-36, D-2).
 type Meta struct {
 	// Topic is the subscription's topic, exactly as subscribed.
@@ -88,7 +88,7 @@ type Meta struct {
 }
 
 // Hydration is a `hydration` frame: the answer of the hydration webhook
-// the broker called after a subscribe (protocol.md §5.3).
+// the broker called after a subscribe (wire-reference.md §5.3).
 type Hydration struct {
 	// Pattern is the subscribed topic as sent, e.g. "demo/general/history";
 	// "" from a broker that sends only Topic.
@@ -742,7 +742,7 @@ func (c *Client) popFilters(topic string, err error) {
 	}
 }
 
-// ackQueue collects the msgIds to acknowledge (protocol.md §6.4).
+// ackQueue collects the msgIds to acknowledge (wire-reference.md §6.4).
 type ackQueue struct {
 	mu   sync.Mutex
 	ids  []string

@@ -100,7 +100,7 @@ func (cn *conn) closeWith(code ws.StatusCode, reason string) {
 	})
 }
 
-// dial opens a connection and runs the auth exchange (protocol.md §2).
+// dial opens a connection and runs the auth exchange (wire-reference.md §2).
 func (c *Client) dial(ctx context.Context, reconnect bool) (*conn, Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()

@@ -1,7 +1,7 @@
 // Package client is a Go client for kraken: it connects to the broker's
 // WebSocket endpoint (ws://host:8080/ws), authenticates with an access
 // token, and publishes and subscribes to topics in MessagePack frames, as
-// described in protocol.md. It negotiates protocol version 2.
+// described in wire-reference.md (docs/). It negotiates protocol version 2.
 //
 //	c := client.New("dev-token-bob", client.Options{URL: "ws://localhost:8080/ws"})
 //	if err := c.Connect(ctx); err != nil {
@@ -110,7 +110,7 @@
 //
 // SetPresence, GetPresence, SubscribeLobby, UnsubscribeLobby,
 // GetLobbyPresence and the OnPresence and OnLobbyPresence callbacks speak
-// the frames of protocol.md §7 (docs/presence.md describes kraken's
+// the frames of wire-reference.md §7 (docs/presence.md describes kraken's
 // behaviour). They need a broker that implements presence and lobbies, as
 // kraken does; against one that does not, GetPresence and the lobby
 // requests fail when their timeout expires (the error says so) and no

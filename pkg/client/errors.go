@@ -8,7 +8,7 @@ import (
 )
 
 // Error is an error the broker sent: a failed auth reply or an error frame
-// (protocol.md §2.4, §3.4). Subscribe, Publish, SetFilters, Connect and the
+// (wire-reference.md §2.4, §3.4). Subscribe, Publish, SetFilters, Connect and the
 // other request methods return it as a *Error; errors.As extracts it.
 //
 // Compare with errors.Is against the sentinels (ErrUnknownTopic,
@@ -71,7 +71,7 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is. Only their Err strings are compared.
 var (
-	// ErrAccessDenied: the token is unknown to the broker (protocol.md §2.4).
+	// ErrAccessDenied: the token is unknown to the broker (wire-reference.md §2.4).
 	ErrAccessDenied = &Error{Err: "access_denied"}
 	// ErrUnknownTopic: the topic is outside the token's grants, for a
 	// connection that negotiated protocol v2 (code 42940).

@@ -6,7 +6,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// inFrame is one decoded server-to-client frame (protocol.md §3.2). Fields
+// inFrame is one decoded server-to-client frame (wire-reference.md §3.2). Fields
 // of the wrong type are ignored rather than failing the frame.
 type inFrame struct {
 	typ                                 string
@@ -216,7 +216,7 @@ func (e *mapEnc) bytes() []byte {
 func newFrame(typ string) *mapEnc { return new(mapEnc).str("type", typ) }
 
 // authFrame is {type:"auth", token, protocolVersion, reconnect?:true,
-// projectId?, clientId?} (protocol.md §2; clientId: docs/protocol.md
+// projectId?, clientId?} (wire-reference.md §2; clientId: docs/protocol.md
 // "Resumable sessions").
 func authFrame(token, projectID, clientID string, version int, reconnect bool) []byte {
 	e := newFrame("auth").str("token", token).int("protocolVersion", version)

@@ -36,8 +36,7 @@ type Options struct {
 	ProjectID string
 	// ClientID names this client's session, sent as `clientId` in every
 	// auth frame when not "". A broker with resumable sessions (kraken's
-	// RESUME_SESSIONS, docs/protocol.md "Resumable sessions"; protocol.md
-	// Appendix A, kraken_session) keys a session by the actor plus this id,
+	// RESUME_SESSIONS, docs/protocol.md "Resumable sessions") keys a session by the actor plus this id,
 	// which it keeps only [A-Za-z0-9_-] of and cuts at 64 characters. Give
 	// each device or process of one token its own stable ClientID: without
 	// one, only the actor's first live connection is resumable.
@@ -107,10 +106,10 @@ type Options struct {
 	// OnError receives errors that no call returns: broker errors for
 	// Emit, re-subscriptions refused after a reconnect, dropped deliveries.
 	OnError func(err error)
-	// OnPresence receives room presence events (protocol.md §7.1); needs a
+	// OnPresence receives room presence events (wire-reference.md §7.1); needs a
 	// broker with presence.
 	OnPresence func(PresenceEvent)
-	// OnLobbyPresence receives lobby presence events (protocol.md §7.4);
+	// OnLobbyPresence receives lobby presence events (wire-reference.md §7.4);
 	// needs a broker with presence.
 	OnLobbyPresence func(LobbyPresenceEvent)
 	// OnHydration receives the `hydration` frames the broker sends after a
@@ -185,7 +184,7 @@ func (o *Options) backoff(n int, rnd float64) time.Duration {
 	return time.Duration(d - d*o.ReconnectJitter*rnd)
 }
 
-// FilterSet is the filters of a subscription (protocol.md §6.9): a message
+// FilterSet is the filters of a subscription (wire-reference.md §6.9): a message
 // published with a filter is delivered when that filter equals one of
 // Values, or one of the AND Groups (lowercased, sorted and joined with "|"
 // by the broker). An empty FilterSet receives everything on the topic,

@@ -9,7 +9,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// PresenceEvent is a room presence change (protocol.md §7.1): Event is
+// PresenceEvent is a room presence change (wire-reference.md §7.1): Event is
 // "join", "update" or "leave"; Presence is the actor's presence data (nil
 // for leave).
 type PresenceEvent struct {
@@ -18,7 +18,7 @@ type PresenceEvent struct {
 	Presence     Data
 }
 
-// PresenceMember is one entry of a room's presence list (protocol.md §7.2)
+// PresenceMember is one entry of a room's presence list (wire-reference.md §7.2)
 // or of a lobby snapshot (§7.5).
 type PresenceMember struct {
 	ActorTokenID string
@@ -28,11 +28,11 @@ type PresenceMember struct {
 }
 
 // LobbyState is a lobby snapshot: room → actor token id → member
-// (protocol.md §7.5).
+// (wire-reference.md §7.5).
 type LobbyState map[string]map[string]PresenceMember
 
 // LobbyPresenceEvent is a presence change in a room of a subscribed lobby
-// (protocol.md §7.4).
+// (wire-reference.md §7.4).
 type LobbyPresenceEvent struct {
 	Event   string
 	LobbyID string
@@ -85,7 +85,7 @@ func errNoPresence(what string, err error) error {
 // The broker sends no reply; members of the room get a presence event. The
 // last presence set is sent again after every reconnect.
 //
-// It needs a broker that implements presence (protocol.md §7), as kraken
+// It needs a broker that implements presence (wire-reference.md §7), as kraken
 // does.
 func (c *Client) SetPresence(ctx context.Context, roomID string, data any) error {
 	raw, err := Marshal(data)
@@ -111,7 +111,7 @@ func (c *Client) SetPresence(ctx context.Context, roomID string, data any) error
 }
 
 // GetPresence asks for the presence list of room roomID and waits for the
-// broker's presenceList (protocol.md §7.2). It needs a broker that
+// broker's presenceList (wire-reference.md §7.2). It needs a broker that
 // implements presence; against one that does not, it fails when ctx (or
 // Options.RequestTimeout) expires, with an error that says so.
 func (c *Client) GetPresence(ctx context.Context, roomID string) ([]PresenceMember, error) {
@@ -152,7 +152,7 @@ func (c *Client) GetPresence(ctx context.Context, roomID string) ([]PresenceMemb
 }
 
 // SubscribeLobby subscribes to lobby lobbyID (a slug) and returns its
-// snapshot (protocol.md §7.4); lobby events then go to
+// snapshot (wire-reference.md §7.4); lobby events then go to
 // Options.OnLobbyPresence. The lobby is subscribed again after every
 // reconnect. It needs a broker that implements lobbies.
 func (c *Client) SubscribeLobby(ctx context.Context, lobbyID string) (LobbyState, error) {
@@ -220,7 +220,7 @@ func (c *Client) lobbyRequest(ctx context.Context, typ, reply, lobbyID string) (
 	}
 }
 
-// onPresenceFrame handles the presence and lobby frames of protocol.md
+// onPresenceFrame handles the presence and lobby frames of wire-reference.md
 // §3.2 on the reader goroutine.
 func (c *Client) onPresenceFrame(f *inFrame) {
 	switch f.typ {

@@ -3,7 +3,7 @@ package client
 // ReplayInfo is the end of a replay, from the broker's
 // `replayEnd{replayed, count, complete, reason?}` and the
 // `replayStart{count}` before it (docs/protocol.md "Resumable sessions";
-// protocol-decisions.md OQ-33 for the field names).
+// decisions.md OQ-33 for the field names).
 //
 // After an auth with reconnect:true that resumed a session, kraken sends,
 // once per connection:
@@ -25,7 +25,7 @@ type ReplayInfo struct {
 	// replayed. false, with a Reason, means the gap is not covered: what
 	// was published while the client was away is lost, partly
 	// (ReplayBacklogLimit) or wholly. A replayEnd without `complete` (the
-	// original broker's durable replay, protocol.md §6.6) counts as
+	// original broker's durable replay, wire-reference.md §6.6) counts as
 	// complete.
 	Complete bool
 	// Reason says why a replay is not complete: ReplaySessionExpired,

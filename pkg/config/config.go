@@ -17,14 +17,14 @@ import (
 type Config struct {
 	// Host is the listen address (WS_HOST, "0.0.0.0").
 	Host string
-	// WSPort is the WebSocket and HTTP port (WS_PORT, 8080, protocol.md §9);
+	// WSPort is the WebSocket and HTTP port (WS_PORT, 8080, wire-reference.md §9);
 	// 0..65535, 0 lets the operating system choose.
 	WSPort int
 	// MQTTEnabled serves MQTT 3.1.1 on MQTTPort (MQTT_ENABLED, false;
 	// docs/mqtt.md). Off by default: the quickstart does not use it, and a
 	// laptop often runs another MQTT broker on 1883.
 	MQTTEnabled bool
-	// MQTTPort is the MQTT listener's port (MQTT_PORT, 1883, protocol.md
+	// MQTTPort is the MQTT listener's port (MQTT_PORT, 1883, wire-reference.md
 	// §9) on Host, used when MQTTEnabled; 0 lets the operating system
 	// choose.
 	MQTTPort int
@@ -35,7 +35,7 @@ type Config struct {
 	// (docs/operations.md).
 	AdminAddr string
 	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"): the
-	// token file, or "http", the user's auth service (protocol.md §5.1).
+	// token file, or "http", the user's auth service (wire-reference.md §5.1).
 	AuthBackend string
 	// AuthHTTPURL is the base URL of the HTTP auth service (AUTH_HTTP_URL,
 	// required with AUTH_BACKEND=http); /validate, /revalidate and
@@ -49,32 +49,32 @@ type Config struct {
 	// (AUTH_HTTP_MAX_IN_FLIGHT, 64); more wait for a slot within their 5 s.
 	AuthHTTPMaxInFlight int
 	// BackendSecret is the bearer secret sent to the auth and control
-	// services (BACKEND_SECRET, "", protocol.md §5.1).
+	// services (BACKEND_SECRET, "", wire-reference.md §5.1).
 	BackendSecret string
 	// ControlBackend selects the control plane (CONTROL_BACKEND, "noop"):
 	// "http" reports usage, subscriptions and webhook failures and learns
-	// blocked projects (protocol.md §5.2).
+	// blocked projects (wire-reference.md §5.2).
 	ControlBackend string
 	// ControlHTTPURL is the base URL of the HTTP control service
 	// (CONTROL_HTTP_URL, required with CONTROL_BACKEND=http).
 	ControlHTTPURL string
 	// InternalSecret is the bearer secret of POST /internal/publish
-	// (INTERNAL_SECRET, ""; protocol.md §5.4). While it is "" or
+	// (INTERNAL_SECRET, ""; wire-reference.md §5.4). While it is "" or
 	// "change_me" the endpoint answers 404 (OQ-26).
 	InternalSecret string
 	// WebhookQueueSize bounds the customer webhooks waiting to be sent
 	// (WEBHOOK_QUEUE_SIZE, 10000); beyond it a webhook is dropped and
-	// counted, never the publish or the subscribe (protocol.md §5.3).
+	// counted, never the publish or the subscribe (wire-reference.md §5.3).
 	WebhookQueueSize int
 	// WebhookWorkers is the fixed number of webhook senders
 	// (WEBHOOK_WORKERS, 16).
 	WebhookWorkers int
 	// AuthFile is the static token file (AUTH_FILE, "examples/auth.json",
 	// relative to the working directory; an empty value means the default,
-	// protocol.md §4.1). The container sets /app/examples/auth.json.
+	// wire-reference.md §4.1). The container sets /app/examples/auth.json.
 	AuthFile string
 	// AuthAllowAll accepts any token with full access (AUTH_ALLOW_ALL, false;
-	// protocol.md §4.1). Insecure; "true" or "false".
+	// wire-reference.md §4.1). Insecure; "true" or "false".
 	AuthAllowAll bool
 	// BrokerBackend selects the broker (BROKER_BACKEND, "local"; "syn" is an
 	// alias of "local"): "nats" joins the nodes that share NATSURL into one
@@ -99,13 +99,13 @@ type Config struct {
 	StoreBackend string
 	// RecordMessages switches message recording (RECORD_MESSAGES, true):
 	// msgId and requiresAck on every message, and the message store
-	// (protocol.md §6.4).
+	// (wire-reference.md §6.4).
 	RecordMessages bool
 	// MaxMessageSize is the default per-token message size limit in bytes
 	// (MAX_MESSAGE_SIZE, 921600). Larger values are capped at 921600 (OQ-7).
 	MaxMessageSize int
 	// MaxFrameSize is the largest WebSocket frame accepted, in bytes
-	// (MAX_FRAME_SIZE, 1048576; protocol.md §1.2). At least MaxMessageSize.
+	// (MAX_FRAME_SIZE, 1048576; wire-reference.md §1.2). At least MaxMessageSize.
 	MaxFrameSize int
 	// IdleTimeout closes a connection that sends no complete frame for this
 	// long (IDLE_TIMEOUT_SECONDS, 60 s; OQ-44), with 4000 idle_timeout.
@@ -120,10 +120,10 @@ type Config struct {
 	// HandshakeTimeout bounds the HTTP upgrade (HANDSHAKE_TIMEOUT_SECONDS, 10 s).
 	HandshakeTimeout time.Duration
 	// RevalidateInterval is the period of the per-connection revalidation
-	// timer (REVALIDATE_INTERVAL_SECONDS, 600 s; protocol.md §4.9, OQ-9).
+	// timer (REVALIDATE_INTERVAL_SECONDS, 600 s; wire-reference.md §4.9, OQ-9).
 	RevalidateInterval time.Duration
 	// TokenCacheTTL is how long a successful token validation is cached
-	// (TOKEN_CACHE_SECONDS, 30 s; protocol.md §4.8); 0 disables the cache.
+	// (TOKEN_CACHE_SECONDS, 30 s; wire-reference.md §4.8); 0 disables the cache.
 	TokenCacheTTL time.Duration
 	// RateLimit is the publishes per second per connection when the token
 	// sets none (RATE_LIMIT, 50; OQ-6).
@@ -157,10 +157,10 @@ type Config struct {
 	// 10 s); 0 closes at once.
 	ShutdownTimeout time.Duration
 	// StoreTTL is the replay window of stored messages (STORE_TTL_SECONDS,
-	// 3600 s; protocol.md §6.5).
+	// 3600 s; wire-reference.md §6.5).
 	StoreTTL time.Duration
 	// StoreMaxMessages is the message cap of the store before pruning
-	// (STORE_MAX_MESSAGES, 10000; protocol.md §6.5).
+	// (STORE_MAX_MESSAGES, 10000; wire-reference.md §6.5).
 	StoreMaxMessages int
 	// ResumeSessions makes every connection resumable (RESUME_SESSIONS,
 	// false); ResumeExpiry (RESUME_EXPIRY_SECONDS, 120 s) is how
@@ -172,7 +172,7 @@ type Config struct {
 	ResumeMaxBytes    int
 	ResumeMaxSessions int
 	// RetainTTL is how long a retained message is kept (RETAIN_TTL_SECONDS,
-	// 3600 s; protocol.md §6.7).
+	// 3600 s; wire-reference.md §6.7).
 	RetainTTL time.Duration
 	// LogFormat is "json" or "console" (LOG_FORMAT, "json").
 	LogFormat string

@@ -1,7 +1,7 @@
 // Package config builds the server configuration from environment variables
 // and command-line flags.
 //
-// Every setting has an environment variable, named as in protocol.md §9 where
+// Every setting has an environment variable, named as in wire-reference.md §9 where
 // the original broker had one, and a flag named after it: the variable
 // lowercased with '_' replaced by '-' (WS_PORT is --ws-port). Precedence, from
 // lowest to highest: the defaults (one table, see Vars), the environment,
@@ -13,7 +13,7 @@
 // errors.Join. Each matches ErrInvalid under errors.Is.
 //
 // Boolean settings take exactly "true" or "false"; anything else is an
-// invalid value (the original broker silently read it as false, protocol.md
+// invalid value (the original broker silently read it as false, wire-reference.md
 // §9). As flags they may be given bare (--auth-allow-all) or with a value
 // (--auth-allow-all=false).
 //

@@ -154,7 +154,7 @@ func secretSetting(env, help string, field func(*Config) *string) setting {
 }
 
 // boolSetting takes exactly "true" or "false". The original broker counted
-// any value but "true" as off (protocol.md §9); here any other value is an
+// any value but "true" as off (wire-reference.md §9); here any other value is an
 // error, so RECORD_MESSAGES=1 or TRUE is reported instead of silently
 // switching the setting off.
 func boolSetting(env, def, help string, field func(*Config) *bool) setting {

@@ -6,7 +6,7 @@ import (
 
 // Var describes one setting for -h, print-env and the README table.
 type Var struct {
-	// Env is the environment variable, e.g. "WS_PORT" (protocol.md §9).
+	// Env is the environment variable, e.g. "WS_PORT" (wire-reference.md §9).
 	Env string
 	// Flag is the flag name without leading dashes, e.g. "ws-port"; it is
 	// given as --ws-port (or -ws-port).

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Defaults of Config (protocol.md §5.2).
+// Defaults of Config (wire-reference.md §5.2).
 const (
 	// DefaultUsageInterval is the period of the full usage report.
 	DefaultUsageInterval = 30 * time.Second
@@ -211,7 +211,7 @@ func (c *counter) take(w uint64) (count, bytes int64) {
 // blockedSet is an immutable set of project ids.
 type blockedSet map[string]struct{}
 
-// Batcher is the core policy of the control slot (protocol.md §5.2, §6.12):
+// Batcher is the core policy of the control slot (wire-reference.md §5.2, §6.12):
 // it counts publishes per project and reports them, keeps the set of
 // projects over their monthly quota, and batches subscription changes and
 // webhook failure reports, all through a Controller. See the package
@@ -442,7 +442,7 @@ func (b *Batcher) kickUsage() {
 }
 
 // Blocked reports whether projectID is in the blocked set, the projects over
-// their monthly quota whose publishes get 42920 (protocol.md §6.12). It is
+// their monthly quota whose publishes get 42920 (wire-reference.md §6.12). It is
 // called on every publish, from any goroutine, and takes no lock: it reads
 // an immutable set through an atomic pointer. The set is node-local, empty
 // until the Controller first returns one, and never holds "".
@@ -456,7 +456,7 @@ func (b *Batcher) Blocked(projectID string) bool {
 }
 
 // RecordSubscription queues one subscription change for reporting
-// (protocol.md §5.2). It is called from any goroutine, takes one short
+// (wire-reference.md §5.2). It is called from any goroutine, takes one short
 // mutex, and never waits: a change that finds Config.SubscriptionQueue
 // changes already queued, or that comes after Close, is dropped and counted
 // in Stats.SubscriptionsDropped. c.Filters is copied; Filters that are not
@@ -488,7 +488,7 @@ func (b *Batcher) RecordSubscription(c SubscriptionChange) {
 }
 
 // RecordWebhookFailure queues the report of one trigger webhook that finally
-// failed (protocol.md §5.2, §5.3); it fits webhook.Config.OnFailure. It
+// failed (wire-reference.md §5.2, §5.3); it fits webhook.Config.OnFailure. It
 // never waits: a failure that finds Config.FailureQueue reports queued, or
 // that comes after Close, is dropped and counted. An empty Node is filled
 // with Config.Node, an empty Type with FailureTypeTrigger and a zero

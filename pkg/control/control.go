@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Controller delivers control-plane reports (protocol.md §5.2). It is the
+// Controller delivers control-plane reports (wire-reference.md §5.2). It is the
 // delivery half of the slot only: timing, batching, retries of usage counts
 // and the blocked-project set are the Batcher's (the core owns policy,
 // backends only deliver). Built-in implementations: control/noop (the
@@ -59,7 +59,7 @@ type Closer interface {
 }
 
 // UsageEntry is one project's usage since its last delivered report
-// (protocol.md §5.2). Its JSON form is
+// (wire-reference.md §5.2). Its JSON form is
 // {"projectId":"…","count":n,"totalBytes":n}.
 type UsageEntry struct {
 	// ProjectID is the project of the publishers (auth.Grant.ProjectID).
@@ -69,7 +69,7 @@ type UsageEntry struct {
 	Count int64 `json:"count"`
 	// TotalBytes is the sum of the lengths in bytes of the compact JSON
 	// rendering of each publish's data (wire.AppendJSON, whose length
-	// wire.JSONLen computes; protocol-decisions.md OQ-48), not of its
+	// wire.JSONLen computes; decisions.md OQ-48), not of its
 	// MessagePack size.
 	TotalBytes int64 `json:"totalBytes"`
 }
@@ -77,7 +77,7 @@ type UsageEntry struct {
 // Action is what a SubscriptionChange did.
 type Action string
 
-// The actions of protocol.md §5.2.
+// The actions of wire-reference.md §5.2.
 const (
 	// ActionSubscribe is recorded for each live subscribe and each
 	// setFilters (then with Filters only, no load-balance fields).
@@ -88,7 +88,7 @@ const (
 )
 
 // SubscriptionChange is one reported subscription change
-// (protocol.md §5.2; protocol-decisions.md OQ-49 keeps this batch contract).
+// (wire-reference.md §5.2; decisions.md OQ-49 keeps this batch contract).
 // Its JSON form is {"actorTokenId","topic","action","loadBalance"?:true,
 // "loadBalanceGroup"?,"filters"?}: loadBalance only when true,
 // loadBalanceGroup only with loadBalance and when non-empty, filters only
@@ -140,7 +140,7 @@ func hasFilters(raw json.RawMessage) bool {
 }
 
 // FailureTypeTrigger is the only WebhookFailure.Type: hydration failures are
-// only logged (protocol.md §5.3).
+// only logged (wire-reference.md §5.3).
 const FailureTypeTrigger = "trigger"
 
 // RedactedHeaderValue is the value every header of a WebhookFailure's
@@ -149,7 +149,7 @@ const FailureTypeTrigger = "trigger"
 const RedactedHeaderValue = "[redacted]"
 
 // WebhookFailure reports one trigger webhook that finally failed
-// (protocol.md §5.2 /webhook-failures, §5.3). Its JSON form is
+// (wire-reference.md §5.2 /webhook-failures, §5.3). Its JSON form is
 //
 //	{"organizationId","projectId","appId","roomId","type":"trigger",
 //	 "webhookUrl","requestHeaders":{name:"[redacted]"},"requestBody":{…},

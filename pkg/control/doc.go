@@ -1,5 +1,5 @@
-// Package control is the control-plane slot of the broker (protocol.md §5.2,
-// §6.12; protocol-decisions.md OQ-48, OQ-49, OQ-63): usage reports per
+// Package control is the control-plane slot of the broker (wire-reference.md §5.2,
+// §6.12; decisions.md OQ-48, OQ-49, OQ-63): usage reports per
 // project, the set of projects blocked for their monthly quota, subscription
 // change reports and webhook failure reports.
 //

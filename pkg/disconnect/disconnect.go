@@ -4,10 +4,10 @@
 // logs and counters. The hub, the reader and the shutdown path all close
 // through it, so a code is chosen in one place.
 //
-// The codes follow protocol-decisions.md D-5 (amended): a close a client
+// The codes follow decisions.md D-5 (amended): a close a client
 // should recover from never uses 1000 or 1001, because the official Python
 // SDK treats those as a final end of the stream and never reconnects
-// (protocol.md §12.3, "What triggers it"). 1000 only answers a close the
+// (wire-reference.md §12.3, "What triggers it"). 1000 only answers a close the
 // client sent itself.
 //
 // The package is pure data and safe for concurrent use.
@@ -48,11 +48,11 @@ const (
 	// as @nolag/js-sdk 1.14 reads 4003 as an expired token).
 	AuthFailures
 	// TokenRevoked: a revalidation found the token no longer valid
-	// (protocol.md §4.9); the text may carry the backend's reason.
+	// (wire-reference.md §4.9); the text may carry the backend's reason.
 	TokenRevoked
 	// TokenExpired: the expiry the auth backend gave the connection's token
 	// passed (OQ-65, amended); @nolag/js-sdk 1.14 reconnects at once with a
-	// fresh token on 4003 (protocol.md §12.5).
+	// fresh token on 4003 (wire-reference.md §12.5).
 	TokenExpired
 	// ProtocolError: an RFC 6455 violation; the text names it.
 	ProtocolError

@@ -7,7 +7,7 @@ import (
 )
 
 // Case 001: what a client should recover from never closes with 1000 or
-// 1001 (the Python SDK would stay silent forever, protocol.md §12.3), no
+// 1001 (the Python SDK would stay silent forever, wire-reference.md §12.3), no
 // reserved code goes on the wire (D-5), and every reason has a label.
 func TestNoRecoverableCloseUses1000Or1001(t *testing.T) {
 	labels := map[string]Reason{}

@@ -15,7 +15,7 @@ type Session struct {
 	// Grant is the backend's answer (an *auth.Grant), opaque to the hub.
 	Grant any
 	// LimitOrg is the organisation whose connection slot this connection
-	// holds (protocol.md §4.11), released on close; "" when none.
+	// holds (wire-reference.md §4.11), released on close; "" when none.
 	LimitOrg string
 	// ValidatedAt is when the grant was last (re)validated, in unix ns.
 	ValidatedAt int64
@@ -27,7 +27,7 @@ type Session struct {
 	// its token, keeps it. 32 bits keep Session at 48 bytes (TestConnSize);
 	// use ExpirySeconds to fill it.
 	ExpiresAt uint32
-	// Version is the negotiated protocol version, 1 or 2 (protocol.md §2.7).
+	// Version is the negotiated protocol version, 1 or 2 (wire-reference.md §2.7).
 	Version uint8
 }
 

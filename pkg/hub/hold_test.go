@@ -93,7 +93,7 @@ func TestTapBounds(t *testing.T) {
 
 // TestTapLetsGoOfANonAcker: a client that reads on (frames arrive) for
 // Config.TapAckWait past a delivery without ever acking is one that does not ack
-// (protocol.md §12): nothing it was sent is reported for replay, and its
+// (wire-reference.md §12): nothing it was sent is reported for replay, and its
 // next delivery lets go of the tap for good. One whose frames stopped
 // coming (its network went) keeps its unacked deliveries, and so does one
 // that has acked before.

@@ -43,7 +43,7 @@ type Config struct {
 	// upgrade (0 means 10 s, HTTP 408); AuthTimeout one that has not
 	// authenticated (0 means 30 s, close 4008, OQ-44); IdleTimeout one that
 	// sent no complete frame (0 means 60 s, close 4000 idle_timeout,
-	// protocol.md §1.2, D-5); FrameTimeout one whose frame or fragmented
+	// wire-reference.md §1.2, D-5); FrameTimeout one whose frame or fragmented
 	// message in progress has not completed within it, or by the idle
 	// deadline (0 means 30 s, close 1008 frame_timeout).
 	HandshakeTimeout, AuthTimeout, IdleTimeout, FrameTimeout time.Duration
@@ -281,7 +281,7 @@ func (h *Hub) Close(c *Conn, d disconnect.Disconnect) {
 func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.CloseNow(d) }
 
 // Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
-// and then writes spec.Reply (protocol.md §3.3 step 5: re-subscribing
+// and then writes spec.Reply (wire-reference.md §3.3 step 5: re-subscribing
 // replaces the old subscription, which is also how it switches mode). A
 // non-nil Reply counts as an expected reply (Conn.ExpectReply).
 func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
@@ -305,7 +305,7 @@ func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
 }
 
 // SetFilters replaces the filters of c's subscription to pattern in place,
-// keeping its QoS and load-balancing settings (protocol.md §6.9, OQ-61): no
+// keeping its QoS and load-balancing settings (wire-reference.md §6.9, OQ-61): no
 // retained message is sent again. Exactly one of ok (once the new filters
 // are in force) and notSub (c has no such subscription) is written, as an
 // expected reply.
@@ -374,13 +374,13 @@ func (h *Hub) interestWorker(c *Conn, spec *SubSpec) *worker {
 // PublishGroup delivers p to one member of the load-balanced group name on
 // key (a group's routing key or pattern, as its members subscribed), on the
 // group's worker: the part of a message a cluster's bus handed to this node
-// for that group (protocol.md §6.8). Nothing happens when the group has no
+// for that group (wire-reference.md §6.8). Nothing happens when the group has no
 // member here any more.
 func (h *Hub) PublishGroup(p *Publication, name, key string) { h.Redeliver(p, name, key, nil) }
 
 // Redeliver is PublishGroup for a message handed back to its group: one a
 // member was sent and did not ack before its resumable session ended
-// (pkg/resume, protocol.md §6.6). done, when not nil, is called on the
+// (pkg/resume, wire-reference.md §6.6). done, when not nil, is called on the
 // group's worker with whether a member here got p.
 func (h *Hub) Redeliver(p *Publication, name, key string, done func(delivered bool)) {
 	h.forms.build(p)

@@ -98,7 +98,7 @@ func TestPublishGoesOnlyToInterestedWorkers(t *testing.T) {
 // TestRaceOnPipelinedSubscribeThenPublish: a publication handed over right
 // after a broadcast subscription (exact or wildcard), before the
 // subscription's worker has handled it, still reaches it (the connection's
-// own echo, protocol.md §6.2), over and over with many goroutines. (A
+// own echo, wire-reference.md §6.2), over and over with many goroutines. (A
 // load-balanced member is added by its group's worker after its own
 // worker has handled the subscribe, so a publication pipelined behind it
 // may reach the group first, as it always could.)

@@ -24,12 +24,12 @@ type Publication struct {
 	// published.
 	Msg wire.Message
 	// Origin is the publishing connection; with Echo false it gets no copy
-	// (protocol.md §6.2).
+	// (wire-reference.md §6.2).
 	Origin *Conn
 	Echo   bool
 	// Retain keeps the publication as the retained message of its exact
 	// topic (Key and Filter) for Config.RetainTTL; with ClearRetained (nil
-	// data) it removes the retained message instead (protocol.md §6.7,
+	// data) it removes the retained message instead (wire-reference.md §6.7,
 	// OQ-15). Either way it is first delivered like any publication.
 	Retain, ClearRetained bool
 	// AtMostOnce says the publisher asked for QoS 0: no subscriber gets it

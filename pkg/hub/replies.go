@@ -12,7 +12,7 @@ import (
 type Ticket uint32
 
 // replyQueue orders a connection's output while replies are owed to it
-// (protocol.md §3.3: replies come back in request order). Each owed reply
+// (wire-reference.md §3.3: replies come back in request order). Each owed reply
 // is a slot, in the order the reader reserved them (ExpectReply). A reply
 // the reader writes itself meanwhile (Conn.Write) takes the next slot,
 // answered at once, so it keeps its request's place. What a worker writes
@@ -70,7 +70,7 @@ type replySlot struct {
 // ticket must be answered exactly once (Answer, Writer.Answer; with nil
 // when there is nothing to write): until it is, everything written to c
 // later waits behind it. The reader calls it before handing the request
-// over, so the reply keeps its request's place (protocol.md §3.3).
+// over, so the reply keeps its request's place (wire-reference.md §3.3).
 func (c *Conn) ExpectReply() Ticket {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

@@ -3,7 +3,7 @@ package hub
 import "github.com/NoLagApp/kraken/pkg/topic"
 
 // retainedEntry is the last retained message of one exact topic (routing key
-// plus filter, protocol.md §6.7).
+// plus filter, wire-reference.md §6.7).
 type retainedEntry struct {
 	pub     *Publication
 	expires int64 // unix ns
@@ -124,7 +124,7 @@ func (rs *retainedStore) matchKey(byFilter map[string]retainedEntry, filters []s
 }
 
 // sendRetained writes the retained messages matching a new subscription of c,
-// right after its `subscribed` reply (protocol.md §3.2, OQ-58).
+// right after its `subscribed` reply (wire-reference.md §3.2, OQ-58).
 func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filters []string, qos uint8) {
 	w.retained.match(key, wildcard, filters, w.now(), func(p *Publication) {
 		if (!p.Echo && p.Origin == c) || (wildcard && isDollar(p.Topic) && startsWithWildcard(display)) {

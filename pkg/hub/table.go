@@ -5,7 +5,7 @@ import "github.com/NoLagApp/kraken/pkg/topic"
 // SubSpec describes one subscription as the reactor resolved it.
 type SubSpec struct {
 	// Pattern is the topic exactly as the client sent it: the display topic
-	// of every message frame for this subscription (protocol.md §6.1).
+	// of every message frame for this subscription (wire-reference.md §6.1).
 	Pattern string
 	// Key is the routing key (acl.Resolution.Key). When Wildcard is set it is
 	// an MQTT-style pattern matched against publication keys (D-2).

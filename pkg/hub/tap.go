@@ -10,7 +10,7 @@ import (
 // TapMaxBeforeAck bounds them while the client has acked nothing yet: a
 // client that acks does so within a round trip, and one that does not ack
 // (found out at its next frame, Config.TapAckWait) holds at most this many
-// entries meanwhile (protocol.md §12: no memory growth for unacked
+// entries meanwhile (wire-reference.md §12: no memory growth for unacked
 // messages).
 const (
 	TapMax          = 1024
@@ -21,7 +21,7 @@ const (
 // DefaultTapAckWait is how long a tapped connection's client may read on (send
 // frames: messages, heartbeats, pings) after a delivery without ever
 // acking anything before it counts as a client that does not ack (the
-// official Go and Python SDKs, protocol.md §12): its tap is let go of
+// official Go and Python SDKs, wire-reference.md §12): its tap is let go of
 // then, and it keeps nothing while connected (§12: unacked messages must
 // not make memory grow).
 // Config.TapAckWait sets it.

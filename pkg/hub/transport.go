@@ -40,7 +40,7 @@ type Encoding interface {
 	// MessagePack, wsframe.Encoding); below MaxEncodings for the frames
 	// Hub.Publish builds ahead.
 	ID() uint8
-	// Message returns the complete frame of the `message` m (protocol.md
+	// Message returns the complete frame of the `message` m (wire-reference.md
 	// §3.2) for one display topic; the hub builds it once per publication,
 	// display topic and encoding, and shares it, read-only.
 	Message(m *wire.Message) []byte

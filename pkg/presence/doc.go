@@ -1,4 +1,4 @@
-// Package presence keeps room presence and lobby watchers (protocol.md §7):
+// Package presence keeps room presence and lobby watchers (wire-reference.md §7):
 // who is in which room, with what presence value, and which connections
 // watch which rooms through a lobby.
 //

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Member is one connection's presence in a room (protocol.md §7.1).
+// Member is one connection's presence in a room (wire-reference.md §7.1).
 type Member[C comparable] struct {
 	// Conn is the local connection; the zero C for a member held by
 	// another node.
@@ -26,7 +26,7 @@ type Room struct{ ID, Slug string }
 // EventKind is a presence change.
 type EventKind uint8
 
-// The presence events of protocol.md §7.1.
+// The presence events of wire-reference.md §7.1.
 const (
 	Join EventKind = iota + 1
 	Update
@@ -95,7 +95,7 @@ func New[C comparable]() *Registry[C] {
 		remoteIn: map[remoteKey]string{}, byNode: map[string]map[string]struct{}{}}
 }
 
-// Set records m's presence in r (protocol.md §7.1): a connection not yet in
+// Set records m's presence in r (wire-reference.md §7.1): a connection not yet in
 // r joins it (leaving its previous room first, with `leave` there), then
 // every member of r, m included, gets `update`; a join also sends `join`
 // first. Lobby watchers of the rooms get the same changes.

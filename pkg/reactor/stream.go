@@ -81,7 +81,7 @@ func (s *Stream) Unsent() int { return sockio.Unsent(s.sock.Fd()) }
 
 // Queue queues frame on c, the connection's hub record, behind the
 // replies the workers still owe it (hub.Conn.Write), so replies leave in
-// request order (protocol.md §3.3); the Loop flushes the queue once when
+// request order (wire-reference.md §3.3); the Loop flushes the queue once when
 // the read ends. A nil frame queues nothing.
 func (s *Stream) Queue(c *hub.Conn, frame []byte) {
 	if frame != nil && c.Write(frame) {

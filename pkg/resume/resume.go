@@ -179,7 +179,7 @@ func New(cfg Config, h *hub.Hub) *Registry {
 
 // Identity is the session identity of actor with the auth frame's clientId:
 // the clientId sanitised to [A-Za-z0-9_-] and at most 64 characters
-// (protocol-decisions.md OQ-51); without one, one session per actor.
+// (decisions.md OQ-51); without one, one session per actor.
 func Identity(actor, clientID string) string {
 	var b strings.Builder
 	b.WriteString(actor)

@@ -69,7 +69,7 @@ type transport struct {
 
 // unacked is a message a load-balanced member was sent and did not ack
 // before its connection dropped: replayed to it if it resumes, else handed
-// back to its group when the session ends (protocol.md §6.6).
+// back to its group when the session ends (wire-reference.md §6.6).
 type unacked struct {
 	p          *hub.Publication
 	group, key string

@@ -10,7 +10,7 @@ import (
 )
 
 // Every request the protocol answers gets exactly one answer, in request
-// order, however fast it comes (protocol-decisions.md OQ-67 amended; case
+// order, however fast it comes (decisions.md OQ-67 amended; case
 // 002); a filter change is not a new subscribe (case 003).
 
 // Case 002: 200 publishes with msgRef in one burst at the default 50 per

@@ -10,7 +10,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// The authentication handshake (protocol.md §2; protocol-decisions.md OQ-13,
+// The authentication handshake (wire-reference.md §2; decisions.md OQ-13,
 // OQ-44, OQ-53, OQ-65).
 
 func TestAuthSuccessReplyCarriesTheSession(t *testing.T) {

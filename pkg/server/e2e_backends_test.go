@@ -18,7 +18,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
-// The control plane (protocol.md §5.2) and customer webhooks (§5.3) behind
+// The control plane (wire-reference.md §5.2) and customer webhooks (§5.3) behind
 // a real server, against real HTTP servers.
 
 // startWithControl runs a server whose publishes and subscriptions are

@@ -125,7 +125,7 @@ func TestClosingTheConnectionCancelsItsAuthCall(t *testing.T) {
 }
 
 // Closing the socket while a subscribe waits on the room-access check
-// (protocol.md §4.10) cancels that check.
+// (wire-reference.md §4.10) cancels that check.
 func TestClosingTheConnectionCancelsItsRoomAccessCheck(t *testing.T) {
 	svc := newHoldingAuthService()
 	s := startWithHTTPAuth(t, svc, nil)

@@ -13,7 +13,7 @@ import (
 )
 
 // Close codes: one case per reason of the disconnect table, each provoked
-// over a real socket (protocol-decisions.md D-5 amended; docs/protocol.md
+// over a real socket (decisions.md D-5 amended; docs/protocol.md
 // "Close codes"). TokenRevoked is provoked in e2e_revalidate_test.go,
 // TokenExpired in e2e_expiry_test.go and SlowConsumer below, each needing
 // more setup than a row.

@@ -13,7 +13,7 @@ import (
 
 // Closing a connection whose token expired with 4003 token_expired, with
 // an HTTP auth service that gives the expiry (docs/protocol.md "Token
-// expiry"; protocol.md §12.5; protocol-decisions.md OQ-65, amended).
+// expiry"; wire-reference.md §12.5; decisions.md OQ-65, amended).
 
 // expiringAuthService is an HTTP auth service whose /validate answers each
 // of its tokens with the demo grant of the token's actor and project and

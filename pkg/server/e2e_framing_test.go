@@ -10,8 +10,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// RFC 6455 framing and the frame kinds of protocol.md §1.3
-// (protocol-decisions.md D-5, OQ-44, OQ-45).
+// RFC 6455 framing and the frame kinds of wire-reference.md §1.3
+// (decisions.md D-5, OQ-44, OQ-45).
 
 func TestPingIsAnsweredWithPongOfTheSamePayload(t *testing.T) {
 	s := start(t, nil)
@@ -203,9 +203,9 @@ func TestSeveralFramesInOneWriteAreAllProcessedInOrder(t *testing.T) {
 
 // TestRepliesFollowRequestOrder pipelines a subscribe and a publish on the
 // same topic whose publish fails: the subscribe's reply must come first, as
-// each frame is handled to completion in turn (protocol.md §3.3). The
+// each frame is handled to completion in turn (wire-reference.md §3.3). The
 // Python SDK fails a pending subscribe when an error frame for its topic
-// arrives (protocol-decisions.md OQ-55), so the order is visible.
+// arrives (decisions.md OQ-55), so the order is visible.
 func TestRepliesFollowRequestOrder(t *testing.T) {
 	s := start(t, func(c *Config) { c.MaxMessageSize = 10 })
 	p := authed(t, s, "dev-token-alice")

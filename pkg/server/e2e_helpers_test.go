@@ -233,7 +233,7 @@ func expectClosedBy(t testing.TB, conn net.Conn, r io.Reader, wait time.Duration
 }
 
 // alignToSecond sleeps until just after the next wall-clock second starts,
-// so that a burst sent right away falls in one rate window (protocol.md
+// so that a burst sent right away falls in one rate window (wire-reference.md
 // §6.10 windows are whole wall-clock seconds).
 func alignToSecond() {
 	now := time.Now()

@@ -12,7 +12,7 @@ import (
 )
 
 // HTTP side of the listener: /health, errors and the /ws upgrade
-// (protocol.md §1.1, §5.5).
+// (wire-reference.md §1.1, §5.5).
 
 func TestHTTPHealthAnswersStatusOK(t *testing.T) {
 	s := start(t, nil)

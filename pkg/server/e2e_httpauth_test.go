@@ -20,7 +20,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// The HTTP auth backend behind the real server (protocol.md §5.1, §4.10):
+// The HTTP auth backend behind the real server (wire-reference.md §5.1, §4.10):
 // a storm of connections makes one call per token, and a slow auth service
 // holds up only the connections waiting on it.
 
@@ -212,7 +212,7 @@ func TestReconnectStormMakesOneAuthCallPerToken(t *testing.T) {
 }
 
 // The subscribe cache-miss fallback widens a live grant when the service
-// allows the pattern, and denies the rest (protocol.md §4.10).
+// allows the pattern, and denies the rest (wire-reference.md §4.10).
 func TestSubscribeOutsideTheGrantAsksTheAuthService(t *testing.T) {
 	svc := &slowAuthService{calls: map[string]int{}}
 	s := startWithHTTPAuth(t, svc, nil)
@@ -226,7 +226,7 @@ func TestSubscribeOutsideTheGrantAsksTheAuthService(t *testing.T) {
 }
 
 // An auth service that is down answers connection_failed at once, and the
-// socket stays open for a retry (protocol.md §2.4).
+// socket stays open for a retry (wire-reference.md §2.4).
 func TestAuthServiceDownAnswersConnectionFailed(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL

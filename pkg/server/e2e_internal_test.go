@@ -16,7 +16,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// POST /internal/publish (protocol.md §5.4, OQ-26): the user's backend
+// POST /internal/publish (wire-reference.md §5.4, OQ-26): the user's backend
 // publishes through the fan-out layer to WebSocket subscribers.
 
 const testInternalSecret = "s3cret-for-tests"

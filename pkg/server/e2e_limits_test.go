@@ -12,8 +12,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Rate, size, error-frame and frame limits (protocol.md §6.10, §6.11, §1.2;
-// protocol-decisions.md OQ-6, OQ-7, OQ-42, OQ-67).
+// Rate, size, error-frame and frame limits (wire-reference.md §6.10, §6.11, §1.2;
+// decisions.md OQ-6, OQ-7, OQ-42, OQ-67).
 
 // publishBurst sends n publishes with msgRefs "0".."n-1" in one write and
 // returns the n replies (each publish gets `published` or an error).

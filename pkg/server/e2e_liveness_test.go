@@ -12,8 +12,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Idle timeout, slow consumers and shutdown (protocol.md §1.2, §1.5;
-// protocol-decisions.md D-5, OQ-44).
+// Idle timeout, slow consumers and shutdown (wire-reference.md §1.2, §1.5;
+// decisions.md D-5, OQ-44).
 
 func TestIdleConnectionIsClosedWithIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond

@@ -12,8 +12,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Subscribe, unsubscribe, publish and delivery (protocol.md §3, §6.1, §6.2;
-// protocol-decisions.md D-2, D-3, D-4, OQ-14, OQ-24, OQ-25, OQ-36, OQ-38,
+// Subscribe, unsubscribe, publish and delivery (wire-reference.md §3, §6.1, §6.2;
+// decisions.md D-2, D-3, D-4, OQ-14, OQ-24, OQ-25, OQ-36, OQ-38,
 // OQ-58, OQ-59, OQ-60).
 
 func TestSubscribeRepliesSubscribedWithLoadBalanceFalse(t *testing.T) {

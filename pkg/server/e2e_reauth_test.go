@@ -8,7 +8,7 @@ import (
 )
 
 // Replacing a live connection's token (reauth), with the token file and
-// with an HTTP auth service (docs/protocol.md "Auth"; protocol.md §12.5).
+// with an HTTP auth service (docs/protocol.md "Auth"; wire-reference.md §12.5).
 
 // reauthTokens are two tokens of alice granting different rooms besides
 // demo/general/#, and bob's, which grants every room.

@@ -13,7 +13,7 @@ import (
 )
 
 // Refusals that say what to do (docs/protocol.md, "Refusals"): extra map
-// keys the SDKs ignore (protocol.md §12), read here by a strict decoder.
+// keys the SDKs ignore (wire-reference.md §12), read here by a strict decoder.
 
 // expectStrictError reads the next frame, decodes it strictly and checks it
 // is an error frame with the given fields.

@@ -21,7 +21,7 @@ func resumeOn(t *testing.T, expiry time.Duration) *Server {
 // before it counts as one that does not ack (hub.Config.TapAckWait).
 const tapAckWait = 300 * time.Millisecond
 
-// jsSubscriber is a JS-SDK-shaped subscriber (protocol.md §12.1): auth
+// jsSubscriber is a JS-SDK-shaped subscriber (wire-reference.md §12.1): auth
 // with projectId, no protocolVersion, subscribe with qos 1.
 func jsSubscriber(t *testing.T, s *Server, topic string, reconnect bool) (*testpeer.Peer, testpeer.Frame) {
 	t.Helper()
@@ -394,7 +394,7 @@ func lbSplit(t *testing.T, s *Server, topic string) (a, b *testpeer.Peer, aData 
 // TestResumeLoadBalancedUnackedGoBackToTheGroup: the messages a
 // load-balanced member was sent and did not ack go, when its session
 // expires unresumed, to another member of the group, oldest first, with
-// their msgIds and isReplay:true (protocol.md §6.6); they are counted as
+// their msgIds and isReplay:true (wire-reference.md §6.6); they are counted as
 // given back.
 func TestResumeLoadBalancedUnackedGoBackToTheGroup(t *testing.T) {
 	s := resumeOn(t, 300*time.Millisecond)

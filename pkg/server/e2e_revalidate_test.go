@@ -8,8 +8,8 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
-// Periodic revalidation of live sessions (protocol.md §4.9, §3.5;
-// protocol-decisions.md OQ-9, OQ-12, OQ-62).
+// Periodic revalidation of live sessions (wire-reference.md §4.9, §3.5;
+// decisions.md OQ-9, OQ-12, OQ-62).
 
 const revalidateEvery = 200 * time.Millisecond
 

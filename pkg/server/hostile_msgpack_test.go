@@ -14,7 +14,7 @@ import (
 
 // Hostile MessagePack over the socket: every malformed or
 // ill-typed frame gets `bad_request` with a reason, or the documented
-// fallback (protocol.md "Frames and encoding", wire.Decode), and the
+// fallback (docs/protocol.md "Frames and encoding", wire.Decode), and the
 // connection stays usable.
 
 // expectBadRequest expects a bad_request error frame with detail, then
@@ -302,7 +302,7 @@ func TestHostileWrongFieldTypesGetBadRequestOrTheDocumentedFallback(t *testing.T
 	}
 }
 
-// TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule checks protocol.md
+// TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule checks wire-reference.md
 // §1.3 for text frames: well-formed JSON that is not an object gets
 // not_authenticated before auth and is ignored after, like MessagePack.
 func TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule(t *testing.T) {

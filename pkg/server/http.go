@@ -25,7 +25,7 @@ var (
 const tlsHandshakeRecord = 0x16
 
 // handshake handles the HTTP request at the start of b once it is complete
-// (protocol.md §1.1, §5.5). It returns 0 while the request is incomplete.
+// (wire-reference.md §1.1, §5.5). It returns 0 while the request is incomplete.
 // A TLS ClientHello (a wss:// client on this plain port) is refused at its
 // first byte: it carries no blank line and would otherwise wait for the
 // handshake deadline, and the client's TLS library reports the plain HTTP

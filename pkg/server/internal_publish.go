@@ -21,7 +21,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// internalPublishPath is the backend publish endpoint (protocol.md §5.4).
+// internalPublishPath is the backend publish endpoint (wire-reference.md §5.4).
 const internalPublishPath = "/internal/publish"
 
 // DefaultInternalSecret is the placeholder secret of the original's image;
@@ -34,7 +34,7 @@ func (s *Server) internalEnabled() bool {
 	return s.cfg.InternalSecret != "" && s.cfg.InternalSecret != DefaultInternalSecret
 }
 
-// internalRequest is the JSON body of POST /internal/publish (protocol.md
+// internalRequest is the JSON body of POST /internal/publish (wire-reference.md
 // §5.4, OQ-26): topic, a routing key ("demo-app/demo/general/messages") or
 // a client's topic ("demo/general/messages") read with the grants in force
 // (internalTarget), or a client pattern with an optional app id resolved

@@ -12,12 +12,12 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
-// emptyBinary is the heartbeat reply: an empty binary frame (protocol.md §1.5).
+// emptyBinary is the heartbeat reply: an empty binary frame (wire-reference.md §1.5).
 var emptyBinary = wsframe.Binary(nil)
 
 var commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
 
-// onMessage decodes one complete data message (protocol.md §1.3) and hands
+// onMessage decodes one complete data message (wire-reference.md §1.3) and hands
 // the command to the session protocol; the connection is its sink. An
 // empty binary message is the heartbeat, answered here once authenticated;
 // a text message is JSON, converted to MessagePack first.

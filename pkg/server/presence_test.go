@@ -29,7 +29,7 @@ func startPresence(t *testing.T) string {
 	return s.Addr().String()
 }
 
-// TestPresenceTwoActorsInOneRoom follows protocol.md Appendix B.3.
+// TestPresenceTwoActorsInOneRoom follows the two-actor room of wire-reference.md §7.1.
 func TestPresenceTwoActorsInOneRoom(t *testing.T) {
 	addr := startPresence(t)
 	alice := testpeer.Dial(t, addr)

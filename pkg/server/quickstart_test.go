@@ -7,7 +7,7 @@ import (
 )
 
 // TestQuickstartExchange is the quickstart's exchange as the JS SDK sends it
-// (protocol.md Appendix B.1, §12.1): bob subscribes, alice publishes.
+// (the public quickstart, wire-reference.md §11, §12.1): bob subscribes, alice publishes.
 func TestQuickstartExchange(t *testing.T) {
 	s := start(t, nil)
 	addr := s.Addr().String()

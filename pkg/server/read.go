@@ -48,5 +48,5 @@ func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 // write queues a reply frame; it is flushed at the end of the read. It
 // goes behind the replies that workers still owe the connection
 // (reactor.Stream.Queue), so replies come back in request order
-// (protocol.md §3.3).
+// (wire-reference.md §3.3).
 func (st *connState) write(frame []byte) { st.Queue(st.Conn, frame) }

@@ -24,7 +24,7 @@ type Config struct {
 	// Addr is the TCP listen address, e.g. ":8080" or "127.0.0.1:0".
 	Addr string
 	// Auth validates tokens; required. Wrap it in auth.NewCache for the 30 s
-	// token cache (protocol.md §4.8).
+	// token cache (wire-reference.md §4.8).
 	Auth auth.Authenticator
 	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
 	// set by the session protocol.
@@ -35,7 +35,7 @@ type Config struct {
 	// MaxMessageSize is the default bound on a publish's data in bytes
 	// (42930 above it); a token may lower it. Capped at 921600 (OQ-7).
 	MaxMessageSize int
-	// Store records accepted publishes and acks (protocol.md §6.4–§6.5); nil
+	// Store records accepted publishes and acks (wire-reference.md §6.4–§6.5); nil
 	// records nothing.
 	Store store.Store
 	// Broker carries accepted publishes to the other nodes and brings
@@ -44,7 +44,7 @@ type Config struct {
 	// NodeID names this node to the Broker; "" means a random id.
 	NodeID string
 	// RecordMessages stamps every publish with a UUIDv4 msgId and
-	// requiresAck:true (protocol.md §6.4).
+	// requiresAck:true (wire-reference.md §6.4).
 	RecordMessages bool
 	// RateLimit is the default publishes per second per connection (42910
 	// above it, OQ-6); 0 means 50.
@@ -68,7 +68,7 @@ type Config struct {
 	// handled) is closed with 1008 input_overflow. 0 means 4 × MaxFrameSize,
 	// at least 4 MiB.
 	MaxInputBacklog int
-	// Control is the control plane's batcher (protocol.md §5.2): usage and
+	// Control is the control plane's batcher (wire-reference.md §5.2): usage and
 	// subscription reports, and the blocked projects whose publishes are
 	// refused with 42920. nil reports nothing and blocks nothing
 	// (CONTROL_BACKEND=noop). The caller starts and closes it.
@@ -79,7 +79,7 @@ type Config struct {
 	// Resume makes connections resumable (RESUME_SESSIONS, issue 16).
 	Resume session.ResumeConfig
 	// InternalSecret is the bearer secret of POST /internal/publish
-	// (INTERNAL_SECRET, protocol.md §5.4); while it is "" or
+	// (INTERNAL_SECRET, wire-reference.md §5.4); while it is "" or
 	// DefaultInternalSecret the endpoint answers 404 (OQ-26).
 	InternalSecret string
 	// MaxInternalBody bounds the body of POST /internal/publish in bytes
@@ -95,7 +95,7 @@ type Config struct {
 }
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
-// (protocol.md §6.11).
+// (wire-reference.md §6.11).
 const PayloadCeiling = session.PayloadCeiling
 
 func (c *Config) setDefaults() {
@@ -196,7 +196,7 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 func (s *Server) Protocol() *session.Protocol { return s.proto }
 
 // Shutdown stops accepting, closes every connection with 1012 (service
-// restart, protocol-decisions.md D-5) after what is queued to it, gives the
+// restart, decisions.md D-5) after what is queued to it, gives the
 // peers Hub CloseTimeout to close their side, stops the workers and closes
 // the event loop, within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {

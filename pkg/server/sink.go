@@ -7,7 +7,7 @@ import (
 
 // connState is the session.Sink of a WebSocket connection: every reply,
 // whatever its kind, is its MessagePack payload in one binary frame
-// (protocol.md §1.2), the bytes the SDKs read. Its Disconnect is the
+// (wire-reference.md §1.2), the bytes the SDKs read. Its Disconnect is the
 // reader's close (frame.go).
 
 // Frame implements session.Framer: the binary frame of r's payload. It

@@ -15,10 +15,10 @@ import (
 )
 
 // authTimeout bounds one token validation; the SDKs give up after 10 s
-// (protocol.md §12.4 item 17).
+// (wire-reference.md §12.4 item 17).
 const authTimeout = 5 * time.Second
 
-// authenticate handles the first `auth` (protocol.md §2.1–§2.4): a
+// authenticate handles the first `auth` (wire-reference.md §2.1–§2.4): a
 // KindAuthFailed reply, closing with 4004 after Config.MaxAuthFailures of
 // them (OQ-65, amended), or the session installed, a KindAuthOK reply and
 // the restored subscriptions (§2.6).
@@ -90,7 +90,7 @@ var errGone = errors.New("session: the connection went away during the backend c
 
 // validate asks the auth backend about the token, with a context of c's
 // (calls.go: cancelled when c closes or the node shuts down); reason is ""
-// on success, else the `error` of the auth reply (protocol.md §2.4, OQ-29),
+// on success, else the `error` of the auth reply (wire-reference.md §2.4, OQ-29),
 // with the backend's error when it failed (logged once by the caller), or
 // errGone when c went away meanwhile. A grant whose token is past the
 // expiry the backend gave it (auth.Grant.ExpiresAt: a token cache hit, a
@@ -121,7 +121,7 @@ func (p *Protocol) validate(c *hub.Conn, cmd *wire.Command) (*auth.Grant, string
 }
 
 // restorable turns the grant's activeSubscriptions into subscriptions
-// (protocol.md §2.6, OQ-53): each is checked against the grants again and
+// (wire-reference.md §2.6, OQ-53): each is checked against the grants again and
 // skipped silently when refused; no `subscribed` frames are sent.
 func (p *Protocol) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 	specs := []*hub.SubSpec{}
@@ -162,7 +162,7 @@ func filterItems(values []string) []wire.FilterItem {
 func grantOf(sess *hub.Session) *auth.Grant { return sess.Grant.(*auth.Grant) }
 
 // resolveSub applies scope injection, the grant check and topic resolution
-// to a subscribe pattern (protocol.md §3.3 steps 1–3). spec is nil unless
+// to a subscribe pattern (wire-reference.md §3.3 steps 1–3). spec is nil unless
 // the decision is acl.Allowed.
 func resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resolution, d acl.Decision) {
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
@@ -177,7 +177,7 @@ func resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resol
 }
 
 // groupName is the load-balancing group of a subscription:
-// <projectId>_<appId>_<loadBalanceGroup or actorTokenId> (protocol.md §6.8).
+// <projectId>_<appId>_<loadBalanceGroup or actorTokenId> (wire-reference.md §6.8).
 // The broker treats it as an opaque key, so a '/' in the client's group
 // cannot cut it short (OQ-35).
 func groupName(g *auth.Grant, appID, group string) string {

@@ -13,7 +13,7 @@ import (
 )
 
 // The session's hand-offs to the user's systems: usage and subscription
-// reports to the control plane (protocol.md §5.2) and customer webhooks
+// reports to the control plane (wire-reference.md §5.2) and customer webhooks
 // (§5.3). None of them waits: the Batcher and the Dispatcher queue, and
 // drop and count when full.
 
@@ -22,7 +22,7 @@ import (
 var jsonPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // afterPublish counts an accepted publish for the control plane and fires
-// its trigger webhook (protocol.md §3.3 steps 8 and 10). The control plane
+// its trigger webhook (wire-reference.md §3.3 steps 8 and 10). The control plane
 // counts the length of data's JSON rendering (§5.2, OQ-48): without a
 // trigger webhook that length is computed (wire.JSONLen) and nothing is
 // rendered; with one, data is rendered once, for the webhook body, and the
@@ -63,7 +63,7 @@ func (p *Protocol) afterPublish(g *auth.Grant, res acl.Resolution, pattern, eff 
 
 // hydrate fires the hydration webhook of a live subscribe (§5.3): its JSON
 // answer reaches the subscriber as a KindHydration frame, written on the
-// connection's worker and so after `subscribed` (protocol.md §3.3).
+// connection's worker and so after `subscribed` (wire-reference.md §3.3).
 func (p *Protocol) hydrate(c *hub.Conn, out Framer, g *auth.Grant, res acl.Resolution, pattern string) {
 	if p.cfg.Webhooks == nil {
 		return

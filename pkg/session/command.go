@@ -11,7 +11,7 @@ import (
 )
 
 // Handle runs one decoded command of the connection of st, whose transport
-// is out (protocol.md §2–§7). Before auth only an `auth` with a token is
+// is out (wire-reference.md §2–§7). Before auth only an `auth` with a token is
 // taken (§2.1); anything else, a `reauth` included, is answered
 // not_authenticated. After auth a `reauth` replaces the connection's token
 // (reauth.go), and unknown types are ignored for forward compatibility
@@ -104,7 +104,7 @@ func (p *Protocol) countError(st *State, out Sink) (n int, closed bool) {
 	return int(st.errN), false
 }
 
-// errorReply is the `error` reply of e (protocol.md §3.5).
+// errorReply is the `error` reply of e (wire-reference.md §3.5).
 func errorReply(e *wire.Error) Reply {
 	return Reply{Kind: KindError, Payload: wire.AppendError(nil, e), Err: e}
 }

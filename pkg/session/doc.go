@@ -1,5 +1,5 @@
 // Package session is kraken's session protocol, once for every transport:
-// authentication (protocol.md §2) and reauth, a new token on a live
+// authentication (wire-reference.md §2) and reauth, a new token on a live
 // connection (docs/protocol.md "Auth"), grant checks and topic resolution (§4),
 // subscribe, unsubscribe and filters (§3.3, §6.9), publish with its limits
 // (rate window §6.10, size §6.11, error budgets OQ-67, subscription caps),
@@ -23,7 +23,7 @@
 //	                   ├─ sink.Disconnect(d)     closes (too many errors, auth failures)
 //	                   └─ hub.Subscribe / hub.Publish / Broker
 //
-// A Reply is its Kind and its MessagePack payload as protocol.md defines
+// A Reply is its Kind and its MessagePack payload as wire-reference.md §3.2 defines
 // it; the WebSocket transport frames the payload as it is, another
 // transport maps the kinds it knows to its own packets (package doc of
 // Kind). Deliveries are not replies: the hub builds them in the

@@ -3,7 +3,7 @@ package session
 import "sync"
 
 // orgCounter counts live authenticated connections per organisation for the
-// connection limit (protocol.md §4.11, OQ-8, OQ-43). It is touched only at
+// connection limit (wire-reference.md §4.11, OQ-8, OQ-43). It is touched only at
 // auth and close, never on the message path.
 //
 // In a cluster the limit is cluster-wide: the counter also holds the other
@@ -109,5 +109,5 @@ func (o *orgCounter) total(org string) int {
 
 // Connections returns the authenticated connections of org that count
 // toward its limit, on this node and, in a cluster, on the others as last
-// shared (protocol.md §4.11).
+// shared (wire-reference.md §4.11).
 func (p *Protocol) Connections(org string) int { return p.orgs.total(org) }

@@ -9,11 +9,11 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// Presence and lobbies (protocol.md §7). The registry is owned by the hub's
+// Presence and lobbies (wire-reference.md §7). The registry is owned by the hub's
 // shared worker: everything that reads or changes it runs there
 // (Hub.RunShared), and so do the replies that carry what it holds.
 
-// presenceSet handles `presence` (protocol.md §7.1): with roomId, the room
+// presenceSet handles `presence` (wire-reference.md §7.1): with roomId, the room
 // slug is resolved through the connection's grants and the change is
 // broadcast; an unknown slug, or no roomId (the legacy form), changes
 // nothing that anyone can see. A broadcast presence change counts toward
@@ -46,7 +46,7 @@ func (p *Protocol) presenceSet(st *State, out Sink, cmd *wire.Command) {
 	})
 }
 
-// getPresence answers KindPresenceList (protocol.md §7.2) with the members
+// getPresence answers KindPresenceList (wire-reference.md §7.2) with the members
 // of a room inside the caller's grants; other rooms get an empty list
 // (OQ-20). A room's list is built and written on the shared worker.
 func (p *Protocol) getPresence(st *State, out Sink, cmd *wire.Command) {
@@ -68,7 +68,7 @@ func (p *Protocol) getPresence(st *State, out Sink, cmd *wire.Command) {
 }
 
 // lobby handles lobbySubscribe, getLobbyPresence and lobbyUnsubscribe
-// (protocol.md §7.4, OQ-18, OQ-19): one KindLobby reply from the shared
+// (wire-reference.md §7.4, OQ-18, OQ-19): one KindLobby reply from the shared
 // worker, or a not_authorized KindError.
 func (p *Protocol) lobby(st *State, out Sink, cmd *wire.Command) {
 	if !cmd.HasLobbyID {
@@ -124,7 +124,7 @@ func (p *Protocol) emit(w hub.Writer, evs []presence.Event[*hub.Conn]) {
 	}
 }
 
-// presenceReply is the `join`/`update`/`leave` of ev (protocol.md §7.3),
+// presenceReply is the `join`/`update`/`leave` of ev (wire-reference.md §7.3),
 // in its lobby form for a lobby watcher.
 func presenceReply(ev presence.Event[*hub.Conn]) Reply {
 	m := member(ev.Member)

@@ -24,7 +24,7 @@ import (
 // Config configures a Protocol. Zero fields take the documented defaults.
 type Config struct {
 	// Auth validates tokens; required. Wrap it in auth.NewCache for the 30 s
-	// token cache (protocol.md §4.8).
+	// token cache (wire-reference.md §4.8).
 	Auth auth.Authenticator
 	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
 	// set by the Protocol.
@@ -33,7 +33,7 @@ type Config struct {
 	// (42930 above it); a token may lower it. Capped at PayloadCeiling
 	// (OQ-7).
 	MaxMessageSize int
-	// Store records accepted publishes and acks (protocol.md §6.4–§6.5); nil
+	// Store records accepted publishes and acks (wire-reference.md §6.4–§6.5); nil
 	// records nothing.
 	Store store.Store
 	// Broker carries accepted publishes to the other nodes and brings
@@ -42,7 +42,7 @@ type Config struct {
 	// NodeID names this node to the Broker; "" means a random id.
 	NodeID string
 	// RecordMessages stamps every publish with a UUIDv4 msgId and
-	// requiresAck:true (protocol.md §6.4).
+	// requiresAck:true (wire-reference.md §6.4).
 	RecordMessages bool
 	// RateLimit is the default publishes per second per connection (42910
 	// above it, OQ-6); 0 means 50.
@@ -57,7 +57,7 @@ type Config struct {
 	// after this many failed auth attempts (OQ-65, amended), a reauth whose
 	// token is refused counting as one; 0 means 5.
 	MaxAuthFailures int
-	// Control is the control plane's batcher (protocol.md §5.2); nil
+	// Control is the control plane's batcher (wire-reference.md §5.2); nil
 	// reports nothing and blocks nothing. The caller starts and closes it.
 	Control *control.Batcher
 	// Webhooks sends the customer webhooks of the grants' apps (§5.3); nil
@@ -82,7 +82,7 @@ type Config struct {
 }
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
-// (protocol.md §6.11).
+// (wire-reference.md §6.11).
 const PayloadCeiling = 921600
 
 func (c *Config) setDefaults() {

@@ -36,7 +36,7 @@ var msgpackNil = []byte{0xc0}
 // §4.7.2), on every transport; POST /internal/publish may use them.
 const DetailDollarTopic = "topics beginning with $ are reserved for the server"
 
-// publish handles `publish` in the order of protocol.md §3.3: rate limit,
+// publish handles `publish` in the order of wire-reference.md §3.3: rate limit,
 // size, quota, topic, grant check, resolution, filter, backpressure, then
 // the store record, KindPublished (with msgRef, before the sender's own
 // echo), the fan-out, the other nodes and the control plane and webhooks.
@@ -112,7 +112,7 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 }
 
 // Inject publishes pub, a publication the node itself makes (POST
-// /internal/publish, protocol.md §5.4), to this node's subscribers and the
+// /internal/publish, wire-reference.md §5.4), to this node's subscribers and the
 // other nodes: its frame is built, it is counted for src, and the broker's
 // error, already logged, is returned (the local delivery stands). pub must
 // not be modified afterwards; check Hub().Busy first.
@@ -148,7 +148,7 @@ func unknownTopicError(sess *hub.Session, t, hint, msgRef string) *wire.Error {
 	return e
 }
 
-// checkLimits applies, in this order, the rate limit (protocol.md §6.10,
+// checkLimits applies, in this order, the rate limit (wire-reference.md §6.10,
 // OQ-6) and the size limit (§6.11, OQ-7) to a broadcast of size bytes of
 // data; it returns the error to send, or nil.
 func (p *Protocol) checkLimits(st *State, g *auth.Grant, now time.Time, size int) *wire.Error {
@@ -175,7 +175,7 @@ func limitOr(v, def int) int {
 	return def
 }
 
-// record stores the accepted publish in the message store (protocol.md
+// record stores the accepted publish in the message store (wire-reference.md
 // §6.5). A store failure never fails the publish; it is logged.
 func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub *hub.Publication, size int, now time.Time) {
 	err := p.cfg.Store.Append(p.ctx, &store.Record{
@@ -189,7 +189,7 @@ func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub
 	}
 }
 
-// ack records `ack` / `batchAck` (protocol.md §6.4). Nothing is re-sent
+// ack records `ack` / `batchAck` (wire-reference.md §6.4). Nothing is re-sent
 // either way (OQ-66).
 func (p *Protocol) ack(st *State, ids ...string) {
 	p.noteAck(st, ids) // resume.go

@@ -13,7 +13,7 @@ import (
 
 // reauth replaces the token of an authenticated connection in place
 // (docs/protocol.md "Auth"; what @nolag/js-sdk 1.14 sends 30 s before its
-// token's exp, protocol.md §12.5). The new token is validated as an `auth`
+// token's exp, wire-reference.md §12.5). The new token is validated as an `auth`
 // token is, on the connection's reader (only this connection waits), and
 // accepted only when it names the connection's actor, organisation,
 // project and app. Then the connection's session carries the new grant and

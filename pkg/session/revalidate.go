@@ -24,7 +24,7 @@ const revalidateRetry = 30 * time.Second
 // 50 ms a call takes seconds, not minutes.
 const revalidateConcurrency = 32
 
-// revalidate checks due sessions against the auth backend (protocol.md §4.9,
+// revalidate checks due sessions against the auth backend (wire-reference.md §4.9,
 // OQ-9, OQ-11, OQ-12; hub.Config.Revalidate). It runs on a hub goroutine,
 // one batch at a time: one call per actor, revalidateConcurrency actors at a
 // time, and each answer is applied to every session of its actor. It

@@ -12,10 +12,10 @@ import (
 // packets and drops the rest (an MQTT listener: Subscribed → SUBACK with
 // the granted QoS, an Error answering a subscribe → SUBACK 0x80, Published
 // and an Error answering a publish → PUBACK, AuthOK → CONNACK 0,
-// AuthFailed → CONNACK 4, 5 or 3 by Reply.Err, protocol.md §8, OQ-27).
+// AuthFailed → CONNACK 4, 5 or 3 by Reply.Err, wire-reference.md §8, OQ-27).
 type Kind uint8
 
-// The reply kinds, with the frame of protocol.md each one is.
+// The reply kinds, with the frame of wire-reference.md §3.2 each one is.
 const (
 	KindAuthOK         Kind = iota + 1 // `auth` accepted (§2.3)
 	KindAuthFailed                     // `auth` refused (§2.4); Reply.Err.Err is the reason
@@ -34,7 +34,7 @@ const (
 )
 
 // Reply is one frame the session sends a client: its kind and its
-// MessagePack payload as protocol.md defines it, built once by the session.
+// MessagePack payload as wire-reference.md §3.2 defines it, built once by the session.
 // Err is set for KindError, KindAuthFailed and a refused KindReauth.
 type Reply struct {
 	Kind    Kind
@@ -63,7 +63,7 @@ type Sink interface {
 	Framer
 	// Write queues r to the connection now, behind the replies workers
 	// still owe it (hub.Conn.ExpectReply: replies keep request order,
-	// protocol.md §3.3), to be flushed when the read callback returns.
+	// wire-reference.md §3.3), to be flushed when the read callback returns.
 	Write(r Reply)
 	// Disconnect closes the connection for d behind the replies owed and what
 	// is queued; the transport ignores the rest of its input.

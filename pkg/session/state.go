@@ -32,7 +32,7 @@ func (st *State) window(sec uint32) {
 	}
 }
 
-// allowPublish applies the fixed one-second window rate limit (protocol.md
+// allowPublish applies the fixed one-second window rate limit (wire-reference.md
 // §6.10): rejected publishes do not count.
 func (st *State) allowPublish(sec uint32, limit int) bool {
 	st.window(sec)

@@ -11,7 +11,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// subscribe handles `subscribe` (protocol.md §3.3): always exactly one
+// subscribe handles `subscribe` (wire-reference.md §3.3): always exactly one
 // KindSubscribed or one KindError, with topic echoed as sent. The reply to
 // an accepted subscribe is written by the connection's worker once the
 // subscription is in place, before its retained messages.
@@ -67,10 +67,10 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 }
 
 // roomAccessTimeout bounds the subscribe cache-miss fallback call
-// (protocol.md §4.10: 2 s).
+// (wire-reference.md §4.10: 2 s).
 const roomAccessTimeout = 2 * time.Second
 
-// widenGrant runs the subscribe cache-miss fallback (protocol.md §4.10)
+// widenGrant runs the subscribe cache-miss fallback (wire-reference.md §4.10)
 // for a pattern outside sess's grant: when the auth backend implements
 // auth.RoomAccessChecker and allows the pattern, its rules are prepended to
 // a copy of the grant in force, installed as the connection's session. It
@@ -147,7 +147,7 @@ func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
 	p.reportSubscription(grantOf(c.Session()), control.ActionUnsubscribe, cmd.Topic, false, "", wire.FilterSpec{})
 }
 
-// setFilters replaces a live subscription's filters (protocol.md §6.9,
+// setFilters replaces a live subscription's filters (wire-reference.md §6.9,
 // OQ-61): KindFiltersUpdated, or a not_subscribed KindError, from the
 // worker once the change is in force.
 func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {

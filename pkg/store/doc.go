@@ -1,18 +1,18 @@
 // Package store defines the message-store slot of the broker: the Record kept
-// for each accepted publish (protocol.md §6.5) and the Store interface that
-// records publishes and the acks of their recipients (protocol.md §6.4).
+// for each accepted publish (wire-reference.md §6.5) and the Store interface that
+// records publishes and the acks of their recipients (wire-reference.md §6.4).
 //
 // Backends live in sub-packages: store/memstore is the bounded in-memory
 // backend (STORE_BACKEND=memory, alias ets) and store/noop records nothing
 // (STORE_BACKEND=noop). store/storetest is the conformance suite every
 // backend's tests run.
 //
-// What is recorded is deliberately small (protocol-decisions.md OQ-31): the
+// What is recorded is deliberately small (decisions.md OQ-31): the
 // routing facts and the payload size, never the payload, and one ack set per
 // message instead of a delivery record per recipient. Acks change nothing
 // observable: nothing is ever re-sent, whether a message is acked or not
 // (OQ-66). Message ids are assigned by the caller whenever RECORD_MESSAGES is
-// on, even when the backend is noop (protocol.md §6.4); a Store never makes
+// on, even when the backend is noop (wire-reference.md §6.4); a Store never makes
 // them up.
 //
 // # Concurrency

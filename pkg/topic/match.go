@@ -1,6 +1,6 @@
 package topic
 
-// RuleMatches is the grant matcher of protocol.md §4.4. rule and topic are
+// RuleMatches is the grant matcher of wire-reference.md §4.4. rule and topic are
 // split on '/' and compared level by level, byte-exactly. In rule, a "+" level
 // matches exactly one level with any content, including an empty one, and a
 // "#" LAST level matches all remaining levels, including none:

@@ -10,7 +10,7 @@ func TestRuleMatches(t *testing.T) {
 		give pair
 		want bool
 	}{
-		// The verified examples of protocol.md §4.4.
+		// The verified examples of wire-reference.md §4.4.
 		{"demo messages", pair{"demo/general/#", "demo/general/messages"}, true},
 		{"demo parent", pair{"demo/general/#", "demo/general"}, true},
 		{"demo trailing slash", pair{"demo/general/#", "demo/general/"}, true},

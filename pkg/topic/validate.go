@@ -32,7 +32,7 @@ var (
 	// ErrNullByte reports a U+0000 character (MQTT 3.1.1 §4.7.3).
 	ErrNullByte = errors.New("topic: null byte in topic")
 	// ErrNotUTF8 reports a topic that is not valid UTF-8: topics travel back
-	// to clients as MessagePack str values, which must be UTF-8 (protocol.md
+	// to clients as MessagePack str values, which must be UTF-8 (wire-reference.md
 	// §1.6; MQTT 3.1.1 §1.5.3).
 	ErrNotUTF8 = errors.New("topic: topic is not valid UTF-8")
 )

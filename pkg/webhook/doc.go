@@ -1,5 +1,5 @@
-// Package webhook calls customer webhooks (protocol.md §5.3;
-// protocol-decisions.md OQ-1, OQ-22, OQ-40, OQ-63): the hydration webhook
+// Package webhook calls customer webhooks (wire-reference.md §5.3;
+// decisions.md OQ-1, OQ-22, OQ-40, OQ-63): the hydration webhook
 // after a live subscribe, whose JSON answer becomes a hydration frame for
 // the subscriber, and the trigger webhook after an accepted publish, whose
 // final failure is reported to the control plane (§5.2 /webhook-failures).

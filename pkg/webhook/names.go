@@ -7,7 +7,7 @@ import (
 )
 
 // RoomName returns the roomName of hydration and trigger bodies
-// (protocol.md §5.3) with the fix of protocol-decisions.md OQ-22, for a
+// (wire-reference.md §5.3) with the fix of decisions.md OQ-22, for a
 // topic whose effective pattern (after scope injection, acl.EffectivePattern)
 // is pattern and which resolved to res in rules (acl.Rules.Resolve); scopeSlug
 // is the actor's (auth.Grant.ScopeSlug).
@@ -47,7 +47,7 @@ func RoomName(rules acl.Rules, res acl.Resolution, pattern, scopeSlug string) st
 }
 
 // TopicName returns the topicName of webhook bodies and the key of
-// auth.App.TopicWebhooks (protocol.md §5.3): the last level of pattern, the
+// auth.App.TopicWebhooks (wire-reference.md §5.3): the last level of pattern, the
 // topic as the client sent it (the whole pattern when it has no '/'). It
 // does not allocate.
 func TopicName(pattern string) string {

@@ -24,7 +24,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// Defaults of Config (protocol.md §5.3).
+// Defaults of Config (wire-reference.md §5.3).
 const (
 	// DefaultQueueSize bounds the webhooks waiting for a sender.
 	DefaultQueueSize = 10000
@@ -37,11 +37,11 @@ const (
 )
 
 // DefaultBackoff is the pause before each retry: 1 s, then 2 s, for three
-// attempts in all (protocol.md §5.3).
+// attempts in all (wire-reference.md §5.3).
 var DefaultBackoff = []time.Duration{time.Second, 2 * time.Second}
 
 // MessageMaxRetries is the ErrorMessage of a failure whose retries ran out
-// (protocol.md §5.3); its ResponseStatus is 0.
+// (wire-reference.md §5.3); its ResponseStatus is 0.
 const MessageMaxRetries = "max_retries_exceeded"
 
 // maxErrorMessage bounds the ErrorMessage taken from an answer's body.
@@ -224,7 +224,7 @@ type job struct {
 	trig    TriggerRequest
 }
 
-// Dispatcher calls customer webhooks (protocol.md §5.3) from a fixed pool
+// Dispatcher calls customer webhooks (wire-reference.md §5.3) from a fixed pool
 // of sender goroutines fed by a bounded queue, with the retry policy of
 // Config.Backoff. See the package documentation for the concurrency
 // contract.

@@ -2,7 +2,7 @@ package wire
 
 import "github.com/tinylib/msgp/msgp"
 
-// Decode decodes one non-empty binary frame payload into c (protocol.md §1.3,
+// Decode decodes one non-empty binary frame payload into c (wire-reference.md §1.3,
 // §1.6, §2.1, §3.1). c is Reset first and given the defaults Echo true,
 // QoS 1 and ProtocolVersion 1. Empty frames are heartbeats (§1.5) and are not
 // passed to Decode; an empty b fails as truncated.
@@ -16,25 +16,25 @@ import "github.com/tinylib/msgp/msgp"
 //     frame holds) being level 1 ("envelope nesting deeper than 32").
 //     Failures are *DecodeError; their Type is the `type` of the map when it
 //     could be read before the malformed part (best effort, so the error
-//     frame can echo it, protocol-decisions.md OQ-46), else "".
+//     frame can echo it, decisions.md OQ-46), else "".
 //   - The value must be a map, else ErrNotMap (unwrapped).
 //   - Every top-level key must be a str or bin, else *DecodeError
 //     "map keys must be strings". Duplicate keys: the last one wins. Unknown
-//     keys are skipped (protocol.md §2.1, §12.4).
+//     keys are skipped (wire-reference.md §2.1, §12.4).
 //
 // Fields (str and bin are accepted wherever a string is expected, §1.6):
 //   - `type` must be a string when present ("type must be a string"); an
 //     absent `type` leaves Type "" and is not an error.
 //   - `topic`, `roomId`, `lobbyId`, `msgId` and `projectId` must be strings
 //     when present and not nil; nil counts as absent. `loadBalanceGroup` must
-//     be a string or nil (protocol-decisions.md OQ-35). `msgIds` must be an
+//     be a string or nil (decisions.md OQ-35). `msgIds` must be an
 //     array of strings. A violation is a *DecodeError with the Reason
 //     "<type>: <field> must be a string" ("batchAck: msgIds must be an array
 //     of strings") when the field belongs to the message type (topic:
 //     subscribe, unsubscribe, setFilters, publish; roomId: presence,
 //     getPresence; lobbyId: the three lobby types; msgId: ack; msgIds:
 //     batchAck; projectId: auth; loadBalanceGroup: subscribe). In any other
-//     message the ill-typed field is an ignored extra key (protocol.md §2.1,
+//     message the ill-typed field is an ignored extra key (wire-reference.md §2.1,
 //     §12.4) and its Has flag stays false.
 //   - `token` may have any type (see Command.HasToken).
 //   - `qos`, `echo`, `retain`, `loadBalance`, `reconnect`, `msgRef`, `filter`
@@ -217,7 +217,7 @@ func skip(b []byte) []byte {
 	return rest
 }
 
-// readStr reads a str or bin at the start of b (protocol.md §1.6) and returns
+// readStr reads a str or bin at the start of b (wire-reference.md §1.6) and returns
 // its bytes, aliasing b, and the bytes after it.
 func readStr(b []byte) (s, rest []byte, ok bool) {
 	var err error

@@ -6,7 +6,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// cmdKind is a known message type (protocol.md §3.1); kindUnknown covers an
+// cmdKind is a known message type (wire-reference.md §3.1); kindUnknown covers an
 // absent or unknown `type`.
 type cmdKind uint8
 
@@ -66,7 +66,7 @@ func (k cmdKind) isLobby() bool {
 	return k == kindLobbySubscribe || k == kindLobbyUnsubscribe || k == kindGetLobbyPresence
 }
 
-// usesTopic reports whether k carries a required `topic` (protocol.md §3.1).
+// usesTopic reports whether k carries a required `topic` (wire-reference.md §3.1).
 func (k cmdKind) usesTopic() bool {
 	return k == kindSubscribe || k == kindUnsubscribe || k == kindSetFilters || k == kindPublish
 }
@@ -219,7 +219,7 @@ func readStrings(dst *[]string, v []byte) bool {
 }
 
 // decodeFilterSpec fills s from the raw subscribe or setFilters `filters`
-// (protocol.md §6.9, protocol-decisions.md OQ-41).
+// (wire-reference.md §6.9, decisions.md OQ-41).
 func decodeFilterSpec(s *FilterSpec, v []byte) {
 	if v == nil {
 		return
@@ -288,8 +288,8 @@ func decodeFilterItem(it *FilterItem, b []byte) []byte {
 }
 
 // decodePubFilters fills PubFilters from a publish `filters` array; any other
-// value is ignored (protocol.md §6.9). Non-string elements become "" so that
-// PublishFilter rejects them (protocol-decisions.md OQ-5).
+// value is ignored (wire-reference.md §6.9). Non-string elements become "" so that
+// PublishFilter rejects them (decisions.md OQ-5).
 func decodePubFilters(c *Command, v []byte) {
 	if msgp.NextType(v) != msgp.ArrayType {
 		return

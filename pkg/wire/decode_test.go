@@ -20,7 +20,7 @@ func cmd(typ string, set func(c *Command)) Command {
 }
 
 // quickstartPublish is the frame the JS SDK sends for the quickstart's
-// alice.emit("demo/general/messages", {text:"hello from alice"}) (protocol.md
+// alice.emit("demo/general/messages", {text:"hello from alice"}) (wire-reference.md
 // §12.1, Appendix B.1): insertion-ordered keys, shortest encodings.
 func quickstartPublish() []byte {
 	b := msgp.AppendMapHeader(nil, 5)

@@ -1,13 +1,13 @@
 // Package wire is kraken's MessagePack wire protocol: it decodes the messages
 // clients send and encodes the frames the server sends back. It does no I/O
 // and holds no state; everything it returns is determined by its arguments.
-// The reference is protocol.md (§1.3, §1.6, §2, §3, §6.9, §12.4) together with
-// the decisions in protocol-decisions.md, which win where the two differ.
+// The reference is wire-reference.md (§1.3, §1.6, §2, §3, §6.9, §12.4) together with
+// the decisions in decisions.md, which win where the two differ.
 //
 // # Inbound
 //
 // A client sends one MessagePack map per binary WebSocket frame
-// (protocol.md §1.3). Decode turns a non-empty frame into a Command:
+// (wire-reference.md §1.3). Decode turns a non-empty frame into a Command:
 //
 //   - The frame must be exactly one well-formed value. Validate checks this
 //     without recursion and without ever allocating in proportion to a
@@ -15,7 +15,7 @@
 //     MaxDataDepth for the value of the top-level `data` key, counted from
 //     that value, and MaxDepth for the rest of the frame (the envelope).
 //     Failures are *DecodeError values whose Reason is meant for the
-//     `detail` of a bad_request error frame (protocol-decisions.md OQ-46).
+//     `detail` of a bad_request error frame (decisions.md OQ-46).
 //   - A well-formed value that is not a map yields ErrNotMap (§1.3).
 //   - Keys may be str or bin, as may any string field (§1.6). Unknown keys
 //     and unknown types are not errors (§2.1, §12.4, OQ-46): the caller

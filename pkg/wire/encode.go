@@ -3,8 +3,8 @@ package wire
 import "github.com/tinylib/msgp/msgp"
 
 // Restored is one entry of restoredSubscriptions in a successful auth reply:
-// a subscription actually restored, normalised (protocol.md §2.6,
-// protocol-decisions.md OQ-53).
+// a subscription actually restored, normalised (wire-reference.md §2.6,
+// decisions.md OQ-53).
 type Restored struct {
 	// Name is the subscribed pattern.
 	Name string
@@ -17,10 +17,10 @@ type Restored struct {
 	Filters []string
 }
 
-// AuthOK is a successful auth reply (protocol.md §2.3).
+// AuthOK is a successful auth reply (wire-reference.md §2.3).
 type AuthOK struct {
 	// ActorTokenID, ProjectID and ActorType identify the token; ProjectID is
-	// "" for a token without a project (protocol-decisions.md OQ-35).
+	// "" for a token without a project (decisions.md OQ-35).
 	ActorTokenID, ProjectID, ActorType string
 	// ProtocolVersion is the negotiated version, always sent (§2.7).
 	ProtocolVersion int
@@ -30,8 +30,8 @@ type AuthOK struct {
 
 // AppendAuthOK appends {type:"auth", success:true, actorTokenId, projectId,
 // actorType, protocolVersion, restoredSubscriptions:[{name, loadBalance,
-// loadBalanceGroup?, filters?}, ...]} (protocol.md §2.3, §2.6;
-// protocol-decisions.md OQ-53).
+// loadBalanceGroup?, filters?}, ...]} (wire-reference.md §2.3, §2.6;
+// decisions.md OQ-53).
 func AppendAuthOK(b []byte, a *AuthOK) []byte {
 	b = msgp.AppendMapHeader(b, 7)
 	b = appendType(b, "auth")
@@ -77,7 +77,7 @@ func appendRestored(b []byte, r *Restored) []byte {
 }
 
 // AppendAuthFailed appends {type:"auth", success:false, error:reason}
-// (protocol.md §2.4), reason being e.g. ErrAccessDenied or
+// (wire-reference.md §2.4), reason being e.g. ErrAccessDenied or
 // ErrAlreadyAuthenticated.
 func AppendAuthFailed(b []byte, reason string) []byte {
 	b = msgp.AppendMapHeader(b, 3)
@@ -89,7 +89,7 @@ func AppendAuthFailed(b []byte, reason string) []byte {
 
 // AppendReauthOK appends {type:"reauth", success:true}, the answer to an
 // accepted reauth (docs/protocol.md "Auth"; @nolag/js-sdk 1.14 reads only
-// success, protocol.md §12.5).
+// success, wire-reference.md §12.5).
 func AppendReauthOK(b []byte) []byte {
 	b = msgp.AppendMapHeader(b, 2)
 	b = appendType(b, "reauth")
@@ -112,7 +112,7 @@ func AppendReauthFailed(b []byte, reason string, code int) []byte {
 }
 
 // AppendSubscribed appends {type:"subscribed", topic, loadBalance}, topic
-// being the pattern as sent (protocol.md §3.2).
+// being the pattern as sent (wire-reference.md §3.2).
 func AppendSubscribed(b []byte, topic string, loadBalance bool) []byte {
 	b = msgp.AppendMapHeader(b, 3)
 	b = appendType(b, "subscribed")
@@ -121,7 +121,7 @@ func AppendSubscribed(b []byte, topic string, loadBalance bool) []byte {
 	return msgp.AppendBool(b, loadBalance)
 }
 
-// AppendUnsubscribed appends {type:"unsubscribed", topic} (protocol.md §3.2).
+// AppendUnsubscribed appends {type:"unsubscribed", topic} (wire-reference.md §3.2).
 // topic is the client's, unchecked (an unsubscribe is answered whatever it
 // names, OQ-60): it is echoed as Echo gives it.
 func AppendUnsubscribed(b []byte, topic string) []byte {
@@ -131,7 +131,7 @@ func AppendUnsubscribed(b []byte, topic string) []byte {
 }
 
 // AppendFiltersUpdated appends {type:"filtersUpdated", topic, filters}
-// (protocol.md §3.1, §3.2, §6.9). raw is the client's `filters` msgpack
+// (wire-reference.md §3.1, §3.2, §6.9). raw is the client's `filters` msgpack
 // (FilterSpec.Raw), copied verbatim and unnormalised when it is an array;
 // when raw is nil, or not an array (e.g. nil), filters is an empty array.
 // topic is the client's, unchecked: it is echoed as Echo gives it.
@@ -147,7 +147,7 @@ func AppendFiltersUpdated(b []byte, topic string, raw []byte) []byte {
 }
 
 // AppendPublished appends {type:"published", topic, msgRef}, the ack of a
-// publish that carried a non-empty msgRef (protocol.md §2.7, §3.2). The
+// publish that carried a non-empty msgRef (wire-reference.md §2.7, §3.2). The
 // topic has been validated; msgRef is the client's, unchecked, and is
 // echoed as Echo gives it (the SDKs' references are short ASCII, which
 // comes back exactly).
@@ -170,7 +170,7 @@ func appendStr(b []byte, key, value string) []byte {
 }
 
 // appendInt appends i in its shortest encoding, using the unsigned family for
-// non-negative values as the original server does (protocol.md §1.6):
+// non-negative values as the original server does (wire-reference.md §1.6):
 // 200 is uint8 (cc c8), not int16.
 func appendInt(b []byte, i int64) []byte {
 	if i >= 0 {
@@ -180,7 +180,7 @@ func appendInt(b []byte, i int64) []byte {
 }
 
 // AppendHydration appends {type:"hydration", topic:topicName,
-// pattern, data} (protocol.md §5.3, OQ-23): topic is the last level of the
+// pattern, data} (wire-reference.md §5.3, OQ-23): topic is the last level of the
 // subscribed pattern, as the Python SDK expects, pattern the whole
 // subscribed topic as sent, and data the hydration webhook's answer as one
 // MessagePack value, copied verbatim.

@@ -2,7 +2,7 @@ package wire
 
 import "github.com/tinylib/msgp/msgp"
 
-// Message is one fan-out delivery (protocol.md §3.2; protocol-decisions.md
+// Message is one fan-out delivery (wire-reference.md §3.2; decisions.md
 // D-2, D-4, OQ-3, OQ-36).
 type Message struct {
 	// Topic is the subscriber's display topic: its pattern exactly as it
@@ -25,13 +25,13 @@ type Message struct {
 	// subscription; "" omits the key (D-2).
 	SourceTopic string
 	// IsReplay marks a message replayed to a resumed session
-	// (isReplay:true, protocol-decisions.md OQ-33); false omits the key.
+	// (isReplay:true, decisions.md OQ-33); false omits the key.
 	IsReplay bool
 }
 
 // AppendMessage appends {type:"message", topic, data, msgId?,
 // requiresAck:true (only with msgId), filter?, from, fromType, timestamp,
-// sourceTopic?} (protocol.md §3.2; protocol-decisions.md D-2, D-4, OQ-3,
+// sourceTopic?} (wire-reference.md §3.2; decisions.md D-2, D-4, OQ-3,
 // OQ-36). It does not allocate when b has enough spare capacity.
 func AppendMessage(b []byte, m *Message) []byte {
 	n := uint32(6)
@@ -78,7 +78,7 @@ func AppendMessage(b []byte, m *Message) []byte {
 	return b
 }
 
-// Error is an error frame (protocol.md §3.4; protocol-decisions.md D-3,
+// Error is an error frame (wire-reference.md §3.4; decisions.md D-3,
 // OQ-5, OQ-46). Zero-valued optional fields are omitted.
 type Error struct {
 	// Code is the numeric code (CodeX); 0 omits it.
@@ -107,7 +107,7 @@ type Error struct {
 }
 
 // AppendError appends {type:"error", code?, error, topic?, hint?, detail?,
-// msgRef?, lobbyId?, maxSizeBytes?, limit?, retryAfterMs?} (protocol.md
+// msgRef?, lobbyId?, maxSizeBytes?, limit?, retryAfterMs?} (wire-reference.md
 // §3.4; docs/protocol.md, "Refusals"). The strings that may repeat the
 // client's input (topic, detail, msgRef, lobbyId) go out as Echo has them:
 // valid UTF-8, at most MaxEcho bytes.

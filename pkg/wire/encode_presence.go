@@ -3,7 +3,7 @@ package wire
 import "github.com/tinylib/msgp/msgp"
 
 // PresenceMember is one member of a room as the presence frames show it
-// (protocol.md §7.1–§7.5).
+// (wire-reference.md §7.1–§7.5).
 type PresenceMember struct {
 	ActorTokenID string
 	// Presence is the raw msgpack value the member sent; nil encodes nil.
@@ -18,7 +18,7 @@ type LobbyRoom struct {
 	Members []PresenceMember
 }
 
-// AppendPresenceEvent appends a room presence event (protocol.md §7.1):
+// AppendPresenceEvent appends a room presence event (wire-reference.md §7.1):
 // {type:"presence", event:"join"|"update", data:{actor_token_id, presence}}
 // or, for "leave", data:{actor_token_id}. The keys inside data are
 // snake_case and there is never an actor_type (OQ-56).
@@ -37,7 +37,7 @@ func AppendPresenceEvent(b []byte, event string, m *PresenceMember) []byte {
 	return appendRawOrNil(b, m.Presence)
 }
 
-// AppendPresenceList appends the getPresence reply (protocol.md §7.2):
+// AppendPresenceList appends the getPresence reply (wire-reference.md §7.2):
 // {type:"presenceList", roomId?, data:[{actorTokenId, presence, joinedAt,
 // status:"online"}, ...]}. roomId is omitted when hasRoom is false.
 func AppendPresenceList(b []byte, roomID string, hasRoom bool, members []PresenceMember) []byte {
@@ -62,7 +62,7 @@ func AppendPresenceList(b []byte, roomID string, hasRoom bool, members []Presenc
 
 // AppendLobbyState appends {type:typ, lobbyId, presence:{<room slug>:
 // {<actorTokenId>: {actorTokenId, presence, joinedAt}}}} — typ is
-// "lobbySubscribed" or "lobbyPresenceList" (protocol.md §7.4, §7.5, OQ-47).
+// "lobbySubscribed" or "lobbyPresenceList" (wire-reference.md §7.4, §7.5, OQ-47).
 // Rooms without members encode {}.
 func AppendLobbyState(b []byte, typ, lobbyID string, rooms []LobbyRoom) []byte {
 	b = msgp.AppendMapHeader(b, 3)
@@ -89,7 +89,7 @@ func AppendLobbyUnsubscribed(b []byte, lobbyID string) []byte {
 	return appendStr(b, "lobbyId", lobbyID)
 }
 
-// AppendLobbyPresence appends a lobby event (protocol.md §7.4, OQ-18):
+// AppendLobbyPresence appends a lobby event (wire-reference.md §7.4, OQ-18):
 // {type:"lobbyPresence", event, lobbyId:<the slug the watcher subscribed
 // with>, roomId:<room slug>, actorId, data:<presence value; {} for leave>}.
 func AppendLobbyPresence(b []byte, event, lobbySlug, roomSlug string, m *PresenceMember) []byte {

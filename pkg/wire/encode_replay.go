@@ -2,7 +2,7 @@ package wire
 
 import "github.com/tinylib/msgp/msgp"
 
-// AppendReplayStart appends {type:"replayStart", count} (protocol-decisions.md
+// AppendReplayStart appends {type:"replayStart", count} (decisions.md
 // OQ-33): count messages follow, each with isReplay:true.
 func AppendReplayStart(b []byte, count int) []byte {
 	b = msgp.AppendMapHeader(b, 2)

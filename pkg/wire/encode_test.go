@@ -138,7 +138,7 @@ func TestEncodersGolden(t *testing.T) {
 }
 
 // checkEnvelope asserts that b is exactly one map whose keys are str and
-// whose strings outside `data` are all str, never bin (protocol.md §1.6).
+// whose strings outside `data` are all str, never bin (wire-reference.md §1.6).
 func checkEnvelope(t *testing.T, b []byte) {
 	t.Helper()
 	if n, err := Validate(b, MaxDepth); err != nil || n != len(b) {

@@ -2,8 +2,8 @@ package wire
 
 import "errors"
 
-// DecodeError is a malformed or ill-typed inbound frame (protocol.md §1.3,
-// protocol-decisions.md OQ-46). The connection answers it with a
+// DecodeError is a malformed or ill-typed inbound frame (wire-reference.md §1.3,
+// decisions.md OQ-46). The connection answers it with a
 // bad_request error frame whose `detail` is Reason; the connection stays open.
 type DecodeError struct {
 	// Type is the decoded `type` of the frame when it was known at the time
@@ -22,32 +22,32 @@ func (e *DecodeError) Error() string { return "wire: " + e.Reason }
 // ErrNotMap is returned by Decode, unwrapped (compare with ==), when the frame
 // is exactly one well-formed msgpack value that is not a map. Before
 // authentication the connection answers it with not_authenticated, after it
-// the frame is ignored (protocol.md §1.3, row "Decoded value is not a map").
+// the frame is ignored (wire-reference.md §1.3, row "Decoded value is not a map").
 var ErrNotMap = errors.New("wire: message must be a map")
 
 // Numeric error codes carried in the `code` field of error frames
-// (protocol.md §3.4; protocol-decisions.md D-3, OQ-5).
+// (wire-reference.md §3.4; decisions.md D-3, OQ-5).
 const (
-	// CodeRateLimited goes with ErrRateLimitExceeded (protocol.md §6.10).
+	// CodeRateLimited goes with ErrRateLimitExceeded (wire-reference.md §6.10).
 	CodeRateLimited = 42910
-	// CodeQuotaExceeded goes with the monthly quota error (protocol.md §6.12).
+	// CodeQuotaExceeded goes with the monthly quota error (wire-reference.md §6.12).
 	CodeQuotaExceeded = 42920
-	// CodeMessageTooLarge goes with ErrMessageTooLarge (protocol.md §6.11).
+	// CodeMessageTooLarge goes with ErrMessageTooLarge (wire-reference.md §6.11).
 	CodeMessageTooLarge = 42930
 	// CodeUnknownTopic goes with ErrUnknownTopic (v2) and ErrNotAuthorized
-	// (v1) for a topic outside the grants (protocol-decisions.md D-3).
+	// (v1) for a topic outside the grants (decisions.md D-3).
 	CodeUnknownTopic = 42940
-	// CodeWakeFailed is documented for wake_failed (protocol.md §3.4).
+	// CodeWakeFailed is documented for wake_failed (wire-reference.md §3.4).
 	CodeWakeFailed = 42950
 	// CodeInvalidFilter goes with ErrInvalidFilter for a rejected publish
-	// filter (protocol-decisions.md OQ-5).
+	// filter (decisions.md OQ-5).
 	CodeInvalidFilter = 42960
 )
 
 // Numeric codes of a refused reauth, {type:"reauth", success:false, error,
 // code} (docs/protocol.md "Auth"): the HTTP status the refusal corresponds
 // to, times 100, as the upstream HTTP publish API numbers its errors
-// (protocol.md Appendix A: 400/40000, 401/40100, 403/40300, 503/50300).
+// (HTTP status × 100: 400/40000, 401/40100, 403/40300, 503/50300).
 const (
 	// CodeBadRequest goes with ErrBadRequest: a reauth without a token.
 	CodeBadRequest = 40000
@@ -66,7 +66,7 @@ const (
 )
 
 // Values of the `error` field of error frames and failed auth replies
-// (protocol.md §2.4, §3.4; protocol-decisions.md D-3, OQ-5, OQ-13, OQ-45,
+// (wire-reference.md §2.4, §3.4; decisions.md D-3, OQ-5, OQ-13, OQ-45,
 // OQ-46).
 const (
 	// ErrNotAuthenticated answers any non-auth message before auth (§2.5).
@@ -121,5 +121,5 @@ const (
 )
 
 // HintUnknownTopic is the `hint` of the error frame for a topic outside the
-// token's grants, sent to v1 and v2 clients alike (protocol-decisions.md D-3).
+// token's grants, sent to v1 and v2 clients alike (decisions.md D-3).
 const HintUnknownTopic = "topic is outside this token's grants"

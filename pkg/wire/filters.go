@@ -6,22 +6,22 @@ import (
 )
 
 // maxFilters is the largest number of filter values a subscribe, setFilters
-// or publish may carry (protocol.md §6.9, protocol-decisions.md OQ-5).
+// or publish may carry (wire-reference.md §6.9, decisions.md OQ-5).
 const maxFilters = 100
 
 // Error strings for rejected subscribe and setFilters filters. They are sent
 // verbatim as the `error` of an error frame carrying `topic`
-// (protocol.md §3.4, §6.9).
+// (wire-reference.md §3.4, §6.9).
 const (
 	// ErrTooManyFilters: more than 100 top-level filter items.
 	ErrTooManyFilters = "too_many_filters (max 100)"
 	// ErrInvalidFilterChars: an invalid filter item, or a `filters` value that
-	// is neither an array nor null (protocol-decisions.md OQ-41).
+	// is neither an array nor null (decisions.md OQ-41).
 	ErrInvalidFilterChars = "invalid_filter_chars (/, #, +, | not allowed)"
 )
 
 // Details of the invalid_filter error frame for a rejected publish filter
-// (protocol-decisions.md OQ-5).
+// (decisions.md OQ-5).
 const (
 	detailFilterChars    = "filter must not contain /, #, + or |"
 	detailFiltersChars   = "filters must not contain /, #, + or |"
@@ -30,11 +30,11 @@ const (
 )
 
 // forbiddenFilterChars may not appear in any filter value: they would change
-// the broker topic the value is appended to (protocol.md §6.9).
+// the broker topic the value is appended to (wire-reference.md §6.9).
 const forbiddenFilterChars = "/#+|"
 
 // FilterKind says what the `filters` key of a subscribe or setFilters held
-// (protocol.md §3.1, §6.9; protocol-decisions.md OQ-41).
+// (wire-reference.md §3.1, §6.9; decisions.md OQ-41).
 type FilterKind uint8
 
 const (
@@ -50,12 +50,12 @@ const (
 )
 
 // FilterItem is one top-level element of a subscribe or setFilters `filters`
-// array (protocol.md §6.9).
+// array (wire-reference.md §6.9).
 //
 // A string element has Group false and exactly one entry in Values. An array
 // element (an AND group) has Group true and its elements in Values. Valid is
 // false when the element is neither a string nor an array whose elements are
-// all strings (str or bin, protocol.md §1.6); Values is then empty.
+// all strings (str or bin, wire-reference.md §1.6); Values is then empty.
 // The strings are copies of the input.
 type FilterItem struct {
 	Values []string
@@ -64,7 +64,7 @@ type FilterItem struct {
 }
 
 // FilterSpec is the decoded `filters` of a subscribe or setFilters
-// (protocol.md §3.1, §6.9).
+// (wire-reference.md §3.1, §6.9).
 type FilterSpec struct {
 	// Kind says what the key held.
 	Kind FilterKind
@@ -74,12 +74,12 @@ type FilterSpec struct {
 	Items []FilterItem
 	// Raw is the msgpack of the value exactly as sent, aliasing the decoded
 	// buffer; nil when Kind is FiltersAbsent. AppendFiltersUpdated echoes it
-	// (protocol.md §6.9: the reply carries the client's array unnormalised).
+	// (wire-reference.md §6.9: the reply carries the client's array unnormalised).
 	Raw []byte
 }
 
 // Normalize validates and normalises subscribe or setFilters filters
-// (protocol.md §6.9; protocol-decisions.md OQ-4, OQ-41).
+// (wire-reference.md §6.9; decisions.md OQ-4, OQ-41).
 //
 // It returns (nil, "") when there are no filters: Kind is FiltersAbsent or
 // FiltersNull, or the array is empty. errString is non-empty, and values nil,
@@ -121,7 +121,7 @@ func (s FilterSpec) Normalize() (values []string, errString string) {
 }
 
 // normalizeItem returns the normalised value of one filter item, or false
-// when the item is invalid (protocol.md §6.9).
+// when the item is invalid (wire-reference.md §6.9).
 func normalizeItem(it *FilterItem) (string, bool) {
 	if !it.Valid {
 		return "", false
@@ -149,7 +149,7 @@ func validFilterValue(v string) bool {
 }
 
 // joinLowerSorted lowercases vs, sorts the results by bytes and joins them
-// with "|" (protocol.md §6.9). vs is not modified.
+// with "|" (wire-reference.md §6.9). vs is not modified.
 func joinLowerSorted(vs []string) string {
 	if len(vs) == 1 {
 		return strings.ToLower(vs[0])
@@ -162,8 +162,8 @@ func joinLowerSorted(vs []string) string {
 	return strings.Join(lower, "|")
 }
 
-// PublishFilter returns the filter value of a publish (protocol.md §6.9;
-// protocol-decisions.md OQ-4, OQ-5). value "" with detail "" means the
+// PublishFilter returns the filter value of a publish (wire-reference.md §6.9;
+// decisions.md OQ-4, OQ-5). value "" with detail "" means the
 // publish is unfiltered.
 //
 // A non-empty `filter` wins and is used as is. Otherwise a non-empty

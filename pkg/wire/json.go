@@ -11,7 +11,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// DecodeJSON decodes a text frame (protocol.md §1.3; protocol-decisions.md
+// DecodeJSON decodes a text frame (wire-reference.md §1.3; decisions.md
 // OQ-45): text must hold exactly one JSON value, which is converted to
 // msgpack appended to scratch and then passed to Decode. It returns scratch
 // grown by the msgpack; c.Data and c.Filters.Raw alias it, so the caller keeps

@@ -22,10 +22,10 @@ const (
 
 // AppendJSON appends to dst the compact JSON rendering of msgpackValue, which
 // must hold exactly one MessagePack value, and returns the extended slice.
-// It is the conversion of protocol-decisions.md OQ-1 for the places that need
-// JSON: the `data` of trigger webhook bodies (protocol.md §5.3) and the usage
+// It is the conversion of decisions.md OQ-1 for the places that need
+// JSON: the `data` of trigger webhook bodies (wire-reference.md §5.3) and the usage
 // byte count, totalBytes being the length of this rendering
-// (protocol.md §5.2, OQ-48; JSONLen computes that length without
+// (wire-reference.md §5.2, OQ-48; JSONLen computes that length without
 // rendering). The raw msgpack that clients receive is never touched (D-4).
 //
 // Rendering, type by type:
@@ -87,7 +87,7 @@ func AppendJSON(dst, msgpackValue []byte) ([]byte, error) {
 // JSONLen returns the length in bytes of the compact JSON rendering of
 // msgpackValue, len(AppendJSON(nil, msgpackValue)), and the error AppendJSON
 // gives for the same input (a *DecodeError with the same Reason; the length
-// is 0 then). It is the usage byte count of protocol.md §5.2 (OQ-48) for a
+// is 0 then). It is the usage byte count of wire-reference.md §5.2 (OQ-48) for a
 // caller that needs only the size: it walks the value as AppendJSON does,
 // on the same fixed stack and without recursion, but counts instead of
 // writing, so it never allocates (a float is formatted into a buffer on the

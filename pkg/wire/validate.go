@@ -11,7 +11,7 @@ import (
 // so a field's value may nest MaxDepth-1 levels. A deeper frame is rejected by
 // Decode and DecodeJSON with a *DecodeError whose Reason is "envelope nesting
 // deeper than 32". The bound is checked iteratively, so hostile nesting cannot
-// exhaust the stack (protocol-decisions.md D-4).
+// exhaust the stack (decisions.md D-4).
 const MaxDepth = 32
 
 // MaxDataDepth is the nesting bound for the value of the top-level `data` key
@@ -42,8 +42,8 @@ var (
 
 // Validate walks exactly one msgpack value at the start of b and returns its
 // length in bytes; bytes after that value are not looked at. It is the
-// well-formedness check of protocol-decisions.md D-4 (`data` must be exactly
-// one well-formed value) and protocol.md §1.3 (decode failures).
+// well-formedness check of decisions.md D-4 (`data` must be exactly
+// one well-formed value) and wire-reference.md §1.3 (decode failures).
 //
 // It fails with a *DecodeError when:
 //   - the value is truncated, including any declared str, bin or ext length

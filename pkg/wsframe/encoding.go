@@ -8,7 +8,7 @@ import (
 )
 
 // Encoding is the hub.Encoding of WebSocket connections: MessagePack
-// messages in binary frames (protocol.md §1.2), close frames with the
+// messages in binary frames (wire-reference.md §1.2), close frames with the
 // reason's code and text (RFC 6455 §5.5.1, pkg/disconnect), and an HTTP 408
 // for a request that never completed. Its zero value is ready to use; it is
 // encoding 0.
@@ -21,7 +21,7 @@ func (Encoding) ID() uint8 { return 0 }
 // encoded once in place.
 func (Encoding) Message(m *wire.Message) []byte { return Message(m) }
 
-// Message returns the binary frame of the `message` m (protocol.md §3.2).
+// Message returns the binary frame of the `message` m (wire-reference.md §3.2).
 func Message(m *wire.Message) []byte {
 	return Framed(ws.OpBinary, len(m.Data)+len(m.Topic)+len(m.SourceTopic)+160, func(b []byte) []byte {
 		return wire.AppendMessage(b, m)

@@ -52,7 +52,7 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// attrDecoder maps the attributes of protocol.md §5.1 (client_attrs, or the
+// attrDecoder maps the attributes of wire-reference.md §5.1 (client_attrs, or the
 // revalidate body) into a Grant. Wrongly typed optional attributes are
 // ignored with a debug line; it never panics (OQ-29).
 type attrDecoder struct {
@@ -106,7 +106,7 @@ func (d attrDecoder) grant(o object, actor string) *auth.Grant {
 		}
 		g.Apps = append(g.Apps, app)
 		for _, r := range d.rules(a, "allowed_topics") {
-			// Rules belong to their enclosing app (protocol.md §4.2); a
+			// Rules belong to their enclosing app (wire-reference.md §4.2); a
 			// rule's own app_id counts only when the app names none.
 			if app.ID != "" {
 				r.AppID = app.ID

@@ -25,7 +25,7 @@ func readFixture(t *testing.T) string {
 }
 
 // fixtureGrant is testdata/client_attrs.json written out by hand
-// (protocol.md §4.2, §5.1, OQ-6, OQ-19, OQ-39, OQ-40).
+// (wire-reference.md §4.2, §5.1, OQ-6, OQ-19, OQ-39, OQ-40).
 var fixtureGrant = &auth.Grant{
 	ActorTokenID:   "7d2f4c1e-2b7a-4c55-9a0e-5f3b8d1c0a91",
 	OrganizationID: "org_01HZX3K9QF",
@@ -179,7 +179,7 @@ func show(v any) string {
 }
 
 // TestSameGrantAsStatic: one app's worth of data through the token file and
-// through client_attrs gives the same Grant (protocol.md §4.2).
+// through client_attrs gives the same Grant (wire-reference.md §4.2).
 func TestSameGrantAsStatic(t *testing.T) {
 	file := `{"tokens":{"tok":{
 		"actorTokenId":"alice","organizationId":"org","projectId":"prj","scopeSlug":"eu","rateLimit":7.9,
@@ -297,7 +297,7 @@ func TestWrongTypedAttributes(t *testing.T) {
 }
 
 // TestRevalidateNarrowsRules: a valid revalidation replaces the grant, so a
-// rule the backend no longer lists stops granting (protocol.md §4.9).
+// rule the backend no longer lists stops granting (wire-reference.md §4.9).
 func TestRevalidateNarrowsRules(t *testing.T) {
 	s := newAuthServer(t, plainHTTP, reply(200, `{"result":"allow","client_attrs":`+readFixture(t)+`}`))
 	b := newBackend(t, s, Config{})

@@ -13,7 +13,7 @@ import (
 
 // TestCacheMergesHTTPValidations: auth.Cache in front of a Backend turns
 // 1,000 concurrent validations of 10 tokens, against a backend that takes
-// 50 ms, into exactly 10 requests (protocol.md §4.8).
+// 50 ms, into exactly 10 requests (wire-reference.md §4.8).
 func TestCacheMergesHTTPValidations(t *testing.T) {
 	s := newAuthServer(t, plainHTTP, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(50 * time.Millisecond)

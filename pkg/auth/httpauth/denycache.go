@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// denyCache is the negative cache of check-room-access (protocol.md §4.10):
+// denyCache is the negative cache of check-room-access (wire-reference.md §4.10):
 // the error of a failed (actor, pattern) check, kept for ttl. Every entry has
 // the same ttl, so insertion order is expiry order and the oldest entry is
 // both the first to expire and the one dropped when the cache is full. A ttl

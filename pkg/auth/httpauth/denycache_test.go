@@ -13,7 +13,7 @@ import (
 const allowRules = `{"allow":true,"allowed_topics":[{"pattern":"a/#","permission":"subscribe","app_id":"A"}]}`
 
 // TestRoomAccessNegativeCache: a failed check is answered from memory for
-// 5 s per (actor, pattern), then asked again (protocol.md §4.10).
+// 5 s per (actor, pattern), then asked again (wire-reference.md §4.10).
 func TestRoomAccessNegativeCache(t *testing.T) {
 	type step struct {
 		advance        time.Duration

@@ -1,5 +1,5 @@
 // Package httpauth is the HTTP auth backend, AUTH_BACKEND=http
-// (protocol.md §5.1): a Backend asks a control plane such as nolag-core
+// (wire-reference.md §5.1): a Backend asks a control plane such as nolag-core
 //
 //	POST {base}/validate           {"accessToken": "<token>"}
 //	POST {base}/revalidate         {"actorTokenId": "<id>"}
@@ -7,9 +7,9 @@
 //
 // with "Content-Type: application/json" and "Authorization: Bearer
 // <BACKEND_SECRET>", and turns the answers into auth.Grant values of the same
-// shape as the static backend's (protocol.md §4.2, OQ-39, OQ-40).
+// shape as the static backend's (wire-reference.md §4.2, OQ-39, OQ-40).
 //
-// Differences from kraken v0.4.0, all from protocol-decisions.md: the path of
+// Differences from kraken v0.4.0, all from decisions.md: the path of
 // the base URL is kept (OQ-28); certificates are verified unless
 // Config.InsecureSkipVerify (OQ-30); malformed answers
 // are failed validations, never crashes (OQ-29); scope_id, scope_name,
@@ -22,7 +22,7 @@
 // The failed-auth reply string follows from package auth alone:
 // errors.Is(err, auth.ErrDenied) → "access_denied", errors.Is(err,
 // auth.ErrUnavailable) → "connection_failed", any other error →
-// "authentication_failed" (protocol.md §2.4). Revalidate returns an
+// "authentication_failed" (wire-reference.md §2.4). Revalidate returns an
 // *auth.RevokedError (wrapping auth.ErrDenied, close 4001 with its Reason) for
 // {"valid":false} and an error wrapping auth.ErrUnavailable (retry) for
 // everything else. CheckRoomAccess returns errors wrapping auth.ErrDenied or
@@ -54,7 +54,7 @@
 // new for every call and owned by the caller, but follow the auth package
 // rule and are treated as read-only once shared.
 //
-// Put an auth.Cache in front of a Backend (protocol.md §4.8): it caches
+// Put an auth.Cache in front of a Backend (wire-reference.md §4.8): it caches
 // successes for 30 s and merges concurrent validations of one token into a
 // single request.
 //

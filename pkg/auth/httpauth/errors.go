@@ -8,7 +8,7 @@ import (
 )
 
 // How the errors of this package map to the `error` of a failed auth reply
-// (protocol.md §2.4, §5.1, OQ-29). The rule needs only package auth, so the
+// (wire-reference.md §2.4, §5.1, OQ-29). The rule needs only package auth, so the
 // connection layer does not import httpauth:
 //
 //	errors.Is(err, auth.ErrDenied)      → "access_denied"
@@ -28,7 +28,7 @@ import (
 // Config.RoomAccessTimeout), a caller's context ending while waiting for a
 // free request slot (Config.MaxInFlight), or an open circuit breaker
 // (ErrBreakerOpen). It wraps auth.ErrUnavailable: wire error
-// "connection_failed" at auth, a retry at revalidation (protocol.md §2.4,
+// "connection_failed" at auth, a retry at revalidation (wire-reference.md §2.4,
 // §4.9).
 var ErrConnectionFailed error = &chainError{msg: "httpauth: connection failed", parent: auth.ErrUnavailable}
 
@@ -42,7 +42,7 @@ var ErrBreakerOpen error = &chainError{msg: "httpauth: circuit breaker open", pa
 // not an object, a `result` other than "allow" or "deny", a missing or
 // non-string actor_token_id, or a body over Config.MaxBodyBytes
 // (ErrResponseTooLarge). From Validate it wraps neither auth.ErrDenied nor
-// auth.ErrUnavailable: wire error "authentication_failed" (protocol.md §2.4,
+// auth.ErrUnavailable: wire error "authentication_failed" (wire-reference.md §2.4,
 // OQ-29). Revalidate and CheckRoomAccess also wrap auth.ErrUnavailable.
 var ErrAuthenticationFailed = errors.New("httpauth: authentication failed")
 
@@ -52,7 +52,7 @@ var ErrResponseTooLarge error = &chainError{msg: "httpauth: response body too la
 
 // StatusError is a backend answer with an HTTP status other than 200. It
 // wraps ErrAuthenticationFailed ("authentication_failed" at auth, a retry at
-// revalidation, protocol.md §5.1). Statuses of 500 and above also count as
+// revalidation, wire-reference.md §5.1). Statuses of 500 and above also count as
 // failures for the circuit breaker.
 type StatusError struct {
 	// Endpoint is "validate", "revalidate" or "check-room-access".

@@ -23,7 +23,7 @@ import (
 
 // The defaults of the Config fields left zero.
 const (
-	// DefaultTimeout bounds /validate and /revalidate (protocol.md §5.1).
+	// DefaultTimeout bounds /validate and /revalidate (wire-reference.md §5.1).
 	DefaultTimeout = 5 * time.Second
 	// DefaultRoomAccessTimeout bounds /check-room-access (§4.10, §5.1).
 	DefaultRoomAccessTimeout = 2 * time.Second
@@ -100,7 +100,7 @@ type Config struct {
 	BreakerCooldown time.Duration
 	// RoomDenyTTL is how long a failed check-room-access (a deny or an
 	// error) is answered from memory for the same (actor, pattern),
-	// protocol.md §4.10. 0 means DefaultRoomDenyTTL (5 s); negative
+	// wire-reference.md §4.10. 0 means DefaultRoomDenyTTL (5 s); negative
 	// disables the negative cache.
 	RoomDenyTTL time.Duration
 	// RoomDenyMaxEntries bounds the negative cache; when full the oldest
@@ -111,7 +111,7 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Backend is the HTTP auth backend of protocol.md §5.1 (AUTH_BACKEND=http).
+// Backend is the HTTP auth backend of wire-reference.md §5.1 (AUTH_BACKEND=http).
 // It implements auth.Authenticator and auth.RoomAccessChecker and is safe
 // for concurrent use; see the package documentation.
 type Backend struct {
@@ -244,7 +244,7 @@ func parseBase(raw string) (*url.URL, error) {
 }
 
 // Validate asks POST {base}/validate with {"accessToken": token}
-// (protocol.md §5.1). A 200 answer {"result":"allow","client_attrs":{…}}
+// (wire-reference.md §5.1). A 200 answer {"result":"allow","client_attrs":{…}}
 // gives the Grant built from client_attrs (§4.2, §5.1), with ExpiresAt from
 // client_attrs.auth_expires_at (unix seconds or an RFC 3339 string; absent
 // or null: no expiry).
@@ -297,7 +297,7 @@ func (b *Backend) Validate(ctx context.Context, token string) (*auth.Grant, erro
 }
 
 // Revalidate asks POST {base}/revalidate with {"actorTokenId": id}
-// (protocol.md §4.9, §5.1). A 200 answer {"valid":true, …attributes at the
+// (wire-reference.md §4.9, §5.1). A 200 answer {"valid":true, …attributes at the
 // top level…} gives the fresh Grant; a missing actor_token_id is taken to be
 // actorTokenID, a different one is a malformed answer.
 //
@@ -346,7 +346,7 @@ func (b *Backend) revalidate(ctx context.Context, actorTokenID string) (*auth.Gr
 }
 
 // CheckRoomAccess asks POST {base}/check-room-access with
-// {"actorTokenId", "pattern"} (protocol.md §4.10, §5.1). A 200 answer
+// {"actorTokenId", "pattern"} (wire-reference.md §4.10, §5.1). A 200 answer
 // {"allow":true,"allowed_topics":[rule…]} gives the rules in order, each with
 // its own app_id and app_name (an empty app_id resolves as "unscoped").
 //

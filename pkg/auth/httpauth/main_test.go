@@ -173,7 +173,7 @@ func closedPortURL(t *testing.T) string {
 }
 
 // wireError is the mapping documented in errors.go and doc.go, as the
-// connection layer applies it (protocol.md §2.4).
+// connection layer applies it (wire-reference.md §2.4).
 func wireError(err error) string {
 	switch {
 	case err == nil:

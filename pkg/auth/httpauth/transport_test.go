@@ -68,7 +68,7 @@ func TestDefaults(t *testing.T) {
 }
 
 // TestRequestShape: every endpoint is POSTed under the base URL's path with
-// JSON and the bearer secret (protocol.md §5.1, OQ-28).
+// JSON and the bearer secret (wire-reference.md §5.1, OQ-28).
 func TestRequestShape(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -7,7 +7,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 )
 
-// AllowAll is the AUTH_ALLOW_ALL=true development backend (protocol.md
+// AllowAll is the AUTH_ALLOW_ALL=true development backend (wire-reference.md
 // §4.1). It is insecure: any token is accepted with publish and subscribe
 // rights on every topic, and the caller should log a loud warning at startup
 // (OQ-64).
@@ -24,7 +24,7 @@ func (AllowAll) Validate(_ context.Context, token string) (*auth.Grant, error) {
 	return devGrant(token), nil
 }
 
-// Revalidate always succeeds (protocol.md §4.9).
+// Revalidate always succeeds (wire-reference.md §4.9).
 func (AllowAll) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant, error) {
 	return devGrant(actorTokenID), nil
 }

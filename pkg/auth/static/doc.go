@@ -1,5 +1,5 @@
 // Package static is the default auth backend, AUTH_BACKEND=static: access
-// tokens are read from a JSON token file (protocol.md §4.1) and reloaded when
+// tokens are read from a JSON token file (wire-reference.md §4.1) and reloaded when
 // the file changes (D-1). It also provides AllowAll, the insecure
 // AUTH_ALLOW_ALL=true development backend.
 //

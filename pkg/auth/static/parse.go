@@ -17,14 +17,14 @@ import (
 
 // tokenSet is one parsed token file. It is never modified once built.
 type tokenSet struct {
-	byToken map[string]*auth.Grant // byte-exact token -> grant (protocol.md §4.1)
+	byToken map[string]*auth.Grant // byte-exact token -> grant (wire-reference.md §4.1)
 	byActor map[string]*auth.Grant // actorTokenId -> grant of its first entry (§4.9)
 	rules   []acl.Rules            // the distinct rule lists of the grants, in file order (RuleSets)
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// parseTokenFile parses the token file of protocol.md §4.1. The error, if
+// parseTokenFile parses the token file of wire-reference.md §4.1. The error, if
 // any, is the reason only (the caller adds the path); syntax errors carry
 // the line and column. Problems inside a token entry are logged as warnings
 // and never fail the file (OQ-29).
@@ -184,7 +184,7 @@ func (d entryDecoder) array(m map[string]any, key string) []any {
 }
 
 // positiveInt returns m[key] when it is an integer > 0; otherwise 0, with a
-// warning unless the key is absent or null (protocol.md §4.1, §4.11).
+// warning unless the key is absent or null (wire-reference.md §4.1, §4.11).
 func (d entryDecoder) positiveInt(m map[string]any, key string) int {
 	v, ok := m[key]
 	if !ok || v == nil {

@@ -5,7 +5,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 )
 
-// rules decodes allowedTopics (protocol.md §4.1). Rules that are not objects
+// rules decodes allowedTopics (wire-reference.md §4.1). Rules that are not objects
 // are dropped with a warning; wrongly typed keys are ignored with a warning.
 func (d entryDecoder) rules(m map[string]any) acl.Rules {
 	items := d.array(m, "allowedTopics")
@@ -27,7 +27,7 @@ func (d entryDecoder) rules(m map[string]any) acl.Rules {
 			RoomName: d.str(r, "roomName"),
 			AppID:    d.str(r, "app_id"),
 			AppName:  d.str(r, "app_name"),
-			// Any other value grants nothing (protocol.md §4.1).
+			// Any other value grants nothing (wire-reference.md §4.1).
 			Permission: acl.ParsePermission(d.str(r, "permission")),
 		}
 		if p, _ := r["permission"].(string); p != "" && rule.Permission == acl.PermNone {
@@ -38,7 +38,7 @@ func (d entryDecoder) rules(m map[string]any) acl.Rules {
 	return out
 }
 
-// subscriptions decodes activeSubscriptions (protocol.md §2.6): strings are
+// subscriptions decodes activeSubscriptions (wire-reference.md §2.6): strings are
 // patterns; objects carry pattern|name, load_balance|loadBalance,
 // load_balance_group|loadBalanceGroup and filters (strings only). The
 // snake_case key wins when both spellings are present. Entries without a
@@ -72,7 +72,7 @@ func (d entryDecoder) subscriptions(m map[string]any) []auth.Subscription {
 	return out
 }
 
-// lobbies decodes allowedLobbies (protocol.md §4.1, OQ-19): objects with
+// lobbies decodes allowedLobbies (wire-reference.md §4.1, OQ-19): objects with
 // lobby_slug, lobby_id and an optional rooms list of strings. Entries missing
 // the slug or the id are dropped with a warning.
 func (d entryDecoder) lobbies(m map[string]any) []auth.Lobby {

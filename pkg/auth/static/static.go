@@ -41,7 +41,7 @@ const DefaultPollInterval = time.Second
 
 // Config configures a Static backend.
 type Config struct {
-	// Path is the token file (AUTH_FILE, protocol.md §4.1). Required.
+	// Path is the token file (AUTH_FILE, wire-reference.md §4.1). Required.
 	Path string
 	// PollInterval is how often the file's mtime and size are checked for
 	// changes; a change is loaded once it has stayed the same for one
@@ -69,7 +69,7 @@ type Stats struct {
 	Failing bool
 }
 
-// Static is the token-file backend of protocol.md §4.1 with the reload
+// Static is the token-file backend of wire-reference.md §4.1 with the reload
 // behaviour of D-1. It implements auth.Authenticator, auth.Notifier and
 // auth.RuleLister and is safe for concurrent use.
 type Static struct {
@@ -132,7 +132,7 @@ func New(cfg Config) (*Static, error) {
 	return s, nil
 }
 
-// Validate looks token up byte-exactly (protocol.md §4.1). An unknown token,
+// Validate looks token up byte-exactly (wire-reference.md §4.1). An unknown token,
 // or one whose entry was skipped as unusable, is auth.ErrDenied. It never
 // blocks and ignores ctx.
 func (s *Static) Validate(_ context.Context, token string) (*auth.Grant, error) {
@@ -143,7 +143,7 @@ func (s *Static) Validate(_ context.Context, token string) (*auth.Grant, error) 
 }
 
 // Revalidate returns the grant of the first token entry, in file order, whose
-// actorTokenId is actorTokenID, else auth.ErrDenied (protocol.md §4.9). While
+// actorTokenId is actorTokenID, else auth.ErrDenied (wire-reference.md §4.9). While
 // the file is broken the last valid set answers (D-1). It never blocks.
 func (s *Static) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant, error) {
 	if g, ok := s.set.Load().byActor[actorTokenID]; ok {

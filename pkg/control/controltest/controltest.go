@@ -54,7 +54,7 @@ type Recorder interface {
 // fresh Recorder, stopped with t.Cleanup (a control.Closer is also closed by
 // the suite). The suite checks that reports arrive intact and in order,
 // that usage answers are passed through with the replace/unchanged
-// distinction of protocol.md §5.2, that failures are errors, that header
+// distinction of wire-reference.md §5.2, that failures are errors, that header
 // values of webhook failures never leave the node (OQ-63), that every
 // method returns promptly once its context ends while the control plane
 // hangs, and concurrent use (meaningful under -race).

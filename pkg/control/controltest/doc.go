@@ -1,4 +1,4 @@
-// Package controltest tests control.Controller backends (protocol.md §5.2).
+// Package controltest tests control.Controller backends (wire-reference.md §5.2).
 //
 // Run is the conformance suite every backend's tests call with a factory
 // returning the backend and a Recorder: the control plane behind it, which

@@ -29,7 +29,7 @@ type Request struct {
 }
 
 // Server is a fake HTTP control plane for tests: an httptest server that
-// serves the contract of protocol.md §5.2 under a path prefix, records
+// serves the contract of wire-reference.md §5.2 under a path prefix, records
 // every request and answers as scripted. It implements Recorder, so Run can
 // drive a backend that talks to it. Safe for concurrent use.
 //

@@ -1,5 +1,5 @@
 // Package httpcontrol is the HTTP control backend (CONTROL_BACKEND=http,
-// protocol.md §5.2): a control.Controller that POSTs JSON reports to a
+// wire-reference.md §5.2): a control.Controller that POSTs JSON reports to a
 // control plane.
 //
 // Requests, all POST with "Content-Type: application/json" and

@@ -20,7 +20,7 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultTimeout bounds each request (protocol.md §5.2).
+	// DefaultTimeout bounds each request (wire-reference.md §5.2).
 	DefaultTimeout = 5 * time.Second
 	// MaxResponseBytes bounds how much of an answer's body is read; a
 	// /usage answer longer than this is a failure.
@@ -49,12 +49,12 @@ func (e *StatusError) Error() string {
 type Config struct {
 	// BaseURL is CONTROL_HTTP_URL, e.g. "https://api.example.com/v1/kraken".
 	// Required. The endpoints are appended to it with path-join semantics,
-	// its path kept (protocol-decisions.md OQ-28): POST {BaseURL}/usage,
+	// its path kept (decisions.md OQ-28): POST {BaseURL}/usage,
 	// {BaseURL}/subscriptions and {BaseURL}/webhook-failures.
 	BaseURL string
 	// Secret is BACKEND_SECRET, sent as "Authorization: Bearer <Secret>"
 	// on every request ("Bearer " with nothing after it when empty, as
-	// v0.4.0 does, protocol.md §5.1).
+	// v0.4.0 does, wire-reference.md §5.1).
 	Secret string
 	// InsecureSkipVerify turns off verification of the server's
 	// certificate. Verification is on by default, unlike v0.4.0.
@@ -74,7 +74,7 @@ type Config struct {
 }
 
 // Controller is the HTTP control backend (CONTROL_BACKEND=http,
-// protocol.md §5.2). It implements control.Controller and control.Closer.
+// wire-reference.md §5.2). It implements control.Controller and control.Closer.
 // Safe for concurrent use.
 type Controller struct {
 	usageURL, subscriptionsURL, failuresURL string

@@ -1,5 +1,5 @@
 // Package noop is the default control backend (CONTROL_BACKEND=noop,
-// protocol.md §5.2): it reports nothing to anyone and never blocks a project
+// wire-reference.md §5.2): it reports nothing to anyone and never blocks a project
 // (§6.12).
 //
 // # Concurrency

@@ -8,7 +8,7 @@ import (
 
 // Controller is a control.Controller that delivers nothing and accepts
 // everything: every report succeeds at once, and ReportUsage never returns a
-// blocked set, so no project is ever blocked (protocol.md §5.2, §6.12). The
+// blocked set, so no project is ever blocked (wire-reference.md §5.2, §6.12). The
 // zero value is ready to use.
 type Controller struct{}
 

@@ -106,7 +106,7 @@ func pubAck(qos byte, id uint16) []byte {
 }
 
 // connackCode is the CONNACK return code of a refused auth (MQTT 3.1.1
-// Table 3.1, protocol.md §8.2): 3 when the auth service could not answer, 5
+// Table 3.1, wire-reference.md §8.2): 3 when the auth service could not answer, 5
 // for a token it refused or an organisation over its connection limit.
 func connackCode(e *wire.Error) packet.ReturnCode {
 	if e == nil {

@@ -1,5 +1,5 @@
-// Package listener is kraken's MQTT 3.1.1 transport (protocol.md §8,
-// protocol-decisions.md OQ-27 and section F): a listener on the reactor
+// Package listener is kraken's MQTT 3.1.1 transport (wire-reference.md §8,
+// decisions.md OQ-27 and section F): a listener on the reactor
 // (pkg/reactor, the event loop and read loop the WebSocket listener runs
 // on too) whose connections are served by the same session protocol, hub,
 // grants, limits and retained store as the WebSocket listener

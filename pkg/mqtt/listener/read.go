@@ -143,7 +143,7 @@ func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
 
 func putCommand(cmd *wire.Command) { cmd.Reset(); commandPool.Put(cmd) }
 
-// connect authenticates a CONNECT (protocol.md §8.2, OQ-27): the token is
+// connect authenticates a CONNECT (wire-reference.md §8.2, OQ-27): the token is
 // the password, else (none, or empty) the user name (mosquitto_pub sends a
 // password only with a user name, so any user name is taken beside it). CONNACK 0 and
 // the keep-alive deadline on success; CONNACK 4 without a token, 5 for a

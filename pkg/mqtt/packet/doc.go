@@ -1,5 +1,5 @@
 // Package packet is a strict MQTT 3.1.1 packet codec for the server side of
-// kraken's MQTT listener (protocol.md §8; protocol-decisions.md OQ-27). It
+// kraken's MQTT listener (wire-reference.md §8; decisions.md OQ-27). It
 // decodes what a client may send and encodes what a server sends. It does
 // no I/O and keeps no state; every result is determined by the arguments. The reference is the OASIS
 // standard "MQTT Version 3.1.1" (29 October 2014); doc comments cite its

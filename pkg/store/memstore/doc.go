@@ -1,6 +1,6 @@
 // Package memstore is the bounded in-memory message store
-// (STORE_BACKEND=memory, alias ets; protocol.md §6.5 and
-// protocol-decisions.md OQ-31). It implements store.Store and store.Closer.
+// (STORE_BACKEND=memory, alias ets; wire-reference.md §6.5 and
+// decisions.md OQ-31). It implements store.Store and store.Closer.
 //
 // # Bounds
 //
@@ -8,7 +8,7 @@
 //
 //   - Count: when the number of records goes over Config.MaxMessages
 //     (STORE_MAX_MESSAGES), the oldest max(count − limit, count/10) records
-//     are dropped together with their acks (protocol.md §6.5).
+//     are dropped together with their acks (wire-reference.md §6.5).
 //   - Age: a record expires Config.TTL (STORE_TTL_SECONDS) after it was
 //     appended. Get and Ack treat it as absent from that instant, and the
 //     sweeper removes it from memory at its next run (OQ-31: unlike v0.4.0,

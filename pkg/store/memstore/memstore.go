@@ -14,10 +14,10 @@ import (
 // Defaults applied by New to zero or negative Config fields.
 const (
 	// DefaultMaxMessages is the default of Config.MaxMessages
-	// (STORE_MAX_MESSAGES, protocol.md §6.5, §9).
+	// (STORE_MAX_MESSAGES, wire-reference.md §6.5, §9).
 	DefaultMaxMessages = 10000
 	// DefaultTTL is the default of Config.TTL (STORE_TTL_SECONDS=3600,
-	// protocol.md §6.5, §9).
+	// wire-reference.md §6.5, §9).
 	DefaultTTL = time.Hour
 	// DefaultMaxAcksPerMessage is the default of Config.MaxAcksPerMessage.
 	DefaultMaxAcksPerMessage = 1000
@@ -44,11 +44,11 @@ type Config struct {
 	// MaxMessages bounds the number of records (STORE_MAX_MESSAGES,
 	// default 10000). When the count goes over it, the oldest
 	// max(count − MaxMessages, count/10) records are dropped
-	// (protocol.md §6.5).
+	// (wire-reference.md §6.5).
 	MaxMessages int
 	// TTL is how long a record lives after Append (STORE_TTL_SECONDS,
 	// default 1h). A record is expired once Now() − appended ≥ TTL
-	// (protocol-decisions.md OQ-31).
+	// (decisions.md OQ-31).
 	TTL time.Duration
 	// MaxAcksPerMessage bounds the distinct actors kept per record
 	// (default 1000); acks by further actors are ignored.
@@ -172,7 +172,7 @@ func (s *Store) Close() error {
 // MsgID, an error wrapping store.ErrDuplicate when the id is held (the held
 // record is kept), and store.ErrClosed after Close. When the count goes over
 // MaxMessages, the calling Append prunes the oldest records
-// (protocol.md §6.5) before it returns. ctx is not used: Append never blocks
+// (wire-reference.md §6.5) before it returns. ctx is not used: Append never blocks
 // beyond one shard lock. It allocates only the held entry, plus amortised
 // growth of the shard's map and ring.
 func (s *Store) Append(_ context.Context, r *store.Record) error {
@@ -206,11 +206,11 @@ func (s *Store) Append(_ context.Context, r *store.Record) error {
 }
 
 // Ack adds actorID to the ack set of each held, unexpired record among
-// msgIDs (ack / batchAck, protocol.md §6.4). Unknown, expired and empty ids
+// msgIDs (ack / batchAck, wire-reference.md §6.4). Unknown, expired and empty ids
 // are ignored, so are repeated acks and acks by new actors once a record has
 // MaxAcksPerMessage of them. It returns store.ErrInvalidAck for an empty
 // actorID and store.ErrClosed after Close. Acks change nothing observable;
-// nothing is ever re-sent (protocol-decisions.md OQ-66). ctx is not used.
+// nothing is ever re-sent (decisions.md OQ-66). ctx is not used.
 func (s *Store) Ack(_ context.Context, actorID string, msgIDs ...string) error {
 	if actorID == "" {
 		return store.ErrInvalidAck
@@ -302,7 +302,7 @@ func (s *Store) expired(e *entry, now time.Time) bool {
 }
 
 // prune drops the oldest records while the count is over the limit
-// (protocol.md §6.5). Only one goroutine prunes at a time; an Append that
+// (wire-reference.md §6.5). Only one goroutine prunes at a time; an Append that
 // finds a prune running leaves its excess to it, and the pruner checks the
 // count again after releasing the flag, so no excess is left behind once
 // Appends quiesce.

@@ -119,7 +119,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-// TestCountBound checks the prune rule of protocol.md §6.5: once the count
+// TestCountBound checks the prune rule of wire-reference.md §6.5: once the count
 // goes over the limit, max(count − limit, count/10) of the oldest records go.
 func TestCountBound(t *testing.T) {
 	tests := []struct {
@@ -217,7 +217,7 @@ func TestDropOldest(t *testing.T) {
 
 // TestTTL checks expiry on an injected clock: Get hides a record from the
 // instant its TTL runs out, and the sweeper goroutine then removes it from
-// memory (protocol-decisions.md OQ-31).
+// memory (decisions.md OQ-31).
 func TestTTL(t *testing.T) {
 	const ttl = time.Hour
 	type batch struct {

@@ -1,5 +1,5 @@
 // Package noop is the message store that records nothing
-// (STORE_BACKEND=noop, protocol.md §6.4, §9). Message ids and requiresAck
+// (STORE_BACKEND=noop, wire-reference.md §6.4, §9). Message ids and requiresAck
 // are still sent whenever RECORD_MESSAGES is on; only the recording is
 // skipped.
 //

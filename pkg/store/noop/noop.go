@@ -24,7 +24,7 @@ func (Store) Append(_ context.Context, r *store.Record) error {
 
 // Ack discards the ack. It returns store.ErrInvalidAck for an empty actorID
 // and nil otherwise; every id is unknown, and unknown ids are ignored
-// (protocol.md §6.4).
+// (wire-reference.md §6.4).
 func (Store) Ack(_ context.Context, actorID string, _ ...string) error {
 	if actorID == "" {
 		return store.ErrInvalidAck

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite for store.Store backends. A
 // backend's tests call Run with a factory for fresh, empty stores; the
-// suite checks the contract of the store package (protocol.md §6.4, §6.5):
+// suite checks the contract of the store package (wire-reference.md §6.4, §6.5):
 // append and get, copy semantics, argument errors, duplicate ids, acks of
 // unknown ids, acks by several actors, Close when the backend implements
 // store.Closer, and concurrent use, which is meaningful under -race.
