@@ -168,6 +168,8 @@ func requestError(what, topic string, err error) error {
 		msg += " (the topic is outside this token's grants)"
 	case e.Err == "rate_limit_exceeded":
 		msg += " (publish more slowly with --rate)"
+	case e.Err == "message_too_large":
+		msg += " (larger than the broker's MAX_MESSAGE_SIZE or the token's maxMessageSizeBytes)"
 	}
 	return errors.New(msg)
 }

@@ -153,8 +153,8 @@ func TestCLISubPrintsHydration(t *testing.T) {
 // prints nothing on standard output and exits 0.
 func TestCLIPresenceEmptyRoom(t *testing.T) {
 	e := newCLIEnv(t)
-	code, out, errs := e.run(nil, "presence", "--token", "dev-token-bob", "demo/nosuchroom")
-	if code != 0 || out != "" || !strings.HasPrefix(errs, "kraken presence: nobody present in demo/nosuchroom") {
+	code, out, errs := e.run(nil, "presence", "--token", "dev-token-bob", "nosuchroom")
+	if code != 0 || out != "" || !strings.HasPrefix(errs, "kraken presence: nobody present in nosuchroom") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

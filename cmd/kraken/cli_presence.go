@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/NoLagApp/kraken/pkg/client"
@@ -19,7 +20,8 @@ import (
 // implements presence (wire-reference.md §7).
 func runPresence(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs, cf := newCLIFlags("presence", "presence [flags] ROOM\n\n"+
-		"Prints the presence list of ROOM (a room slug), one JSON object per member;\n"+
+		"Prints the presence list of ROOM (a room's slug, such as general for the\n"+
+		"topics demo/general/...), one JSON object per member;\n"+
 		"an empty room prints nothing there and says so on standard error.\n"+
 		"Needs a broker that implements presence.", lookup, stderr)
 	set := fs.String("set", "", "first set this connection's presence in ROOM to this JSON value")
@@ -27,6 +29,9 @@ func runPresence(args []string, lookup func(string) (string, bool), stdout, stde
 	pos, code, done := parseCommand(stderr, fs, cf, "presence", args, func(pos []string) error {
 		if len(pos) != 1 {
 			return fmt.Errorf("want one ROOM, got %d arguments", len(pos))
+		}
+		if pos[0] == "" || strings.Contains(pos[0], "/") {
+			return fmt.Errorf("ROOM is a room's slug, such as general, not %q", pos[0])
 		}
 		return nil
 	})

@@ -31,6 +31,9 @@ func runSub(args []string, lookup func(string) (string, bool), stdout, stderr io
 		"  [15:04:05.000] TOPIC SENDER: DATA      (DATA as JSON)\n"+
 		"or, with --json, one JSON object per line:\n"+
 		"  {\"topic\":...,\"data\":...,\"sender\":...,\"timestamp\":...,\"msgId\":...}\n"+
+		"where topic is the subscription as given (a wildcard pattern stays a pattern)\n"+
+		"and sourceTopic, for a wildcard, the topic published to; the text form prints\n"+
+		"the topic published to.\n"+
 		"A hydration webhook's answer to a subscribe is printed marked, not counted:\n"+
 		"  [15:04:05.000] [hydration] TOPIC: DATA   ({\"topic\":...,\"data\":...,\"hydration\":true})\n"+
 		"Status lines go to standard error. Example:\n"+

@@ -297,6 +297,10 @@ func TestCLIRefusals(t *testing.T) {
 		{[]string{"pub", "demo/general/messages", "1"}, 2, []string{"no token"}},
 		{[]string{"sub", "--token", "dev-token-bob"}, 2, []string{"want at least one TOPIC"}},
 		{[]string{"sub", "--token", "dev-token-bob", "--url", "http://x", "a/b/c"}, 2, []string{"must start with ws://"}},
+		{[]string{"presence", "--token", "dev-token-bob", ""}, 2, []string{"ROOM is a room's slug, such as general"}},
+		{[]string{"presence", "--token", "dev-token-bob", "demo/general"}, 2, []string{`ROOM is a room's slug, such as general, not "demo/general"`}},
+		{[]string{"frobnicate"}, 2, []string{`kraken: unknown command "frobnicate"`, "kraken pub TOPIC DATA"}},
+		{[]string{"--ws-port", "8095", "check-config"}, 2, []string{`"check-config" is a command: put it first`}},
 	}
 	for _, c := range cases {
 		code, _, stderr := e.run(nil, c.args...)
@@ -308,6 +312,16 @@ func TestCLIRefusals(t *testing.T) {
 				t.Errorf("%v: stderr %q lacks %q", c.args, stderr, w)
 			}
 		}
+	}
+}
+
+// TestCLIMessageTooLargeNamesTheSetting: a refusal for size says which
+// limits it is.
+func TestCLIMessageTooLargeNamesTheSetting(t *testing.T) {
+	e := newCLIEnvWith(t, func(c *server.Config) { c.MaxMessageSize = 64 })
+	code, _, stderr := e.run(nil, "pub", "--token", "dev-token-alice", "demo/general/messages", `"`+strings.Repeat("x", 100)+`"`)
+	if code != 1 || !strings.Contains(stderr, "message_too_large (42930)") || !strings.Contains(stderr, "MAX_MESSAGE_SIZE") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -113,6 +114,9 @@ func checkHealth(target string, timeout time.Duration) error {
 		return fmt.Errorf("GET %s: reading the answer: %v", target, err)
 	}
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusNotFound && !strings.HasSuffix(strings.TrimRight(strings.SplitN(target, "?", 2)[0], "/"), "/health") {
+			return fmt.Errorf("GET %s: status %s, want 200 OK (the health endpoint is /health: --url http://HOST:PORT/health)", target, resp.Status)
+		}
 		return fmt.Errorf("GET %s: status %s, want 200 OK", target, resp.Status)
 	}
 	var st struct {

@@ -121,6 +121,7 @@ func TestHealthBadAnswers(t *testing.T) {
 		want string // in the stderr line
 	}{
 		{name: "503", args: []string{"--url", base + "/down"}, want: "status 503 Service Unavailable, want 200 OK"},
+		{name: "no /health in the URL", args: []string{"--url", base}, want: "status 404 Not Found, want 200 OK (the health endpoint is /health"},
 		{name: "not ok", args: []string{"--url", base + "/draining"}, want: `body "{\"status\":\"draining\"}", want {"status":"ok"}`},
 		{name: "not JSON", args: []string{"--url", base + "/text"}, want: `body "ok\nfine"`},
 		{name: "redirect not followed", args: []string{"--url", base + "/moved"}, want: "status 302 Found"},

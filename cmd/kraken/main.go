@@ -60,6 +60,16 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			return runHealth(args[1:], lookup, stdout, stderr)
 		}
 	}
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		fmt.Fprintf(stderr, "kraken: unknown command %q\n\n%s", args[0], commandsUsage)
+		return exitConfig
+	}
+	for _, a := range args {
+		if commands[a] {
+			fmt.Fprintf(stderr, "kraken: %q is a command: put it first, before its flags (kraken %s [flags])\n", a, a)
+			return exitConfig
+		}
+	}
 	if rest, ok := testFlag(args); ok { // kraken -t, as nats-server -t
 		return runCheckConfig(rest, lookup, stdout, stderr)
 	}
@@ -86,6 +96,10 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	signal.Notify(hup, syscall.SIGHUP)
 	return serve(ctx, cfg, log, stderr, hup)
 }
+
+// commands are the subcommands run dispatches on (commandsUsage).
+var commands = map[string]bool{"serve": true, "pub": true, "sub": true, "presence": true, "health": true,
+	"check-config": true, "print-env": true, "version": true, "help": true}
 
 // commandsUsage is printed before the settings table by `kraken -h`.
 const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the default)

@@ -26,7 +26,8 @@ func tuneNetpoll() {
 // (Config.NetpollLogger), so LOG_FORMAT and LOG_LEVEL apply to them too.
 // Failures ("accept conn failed: too many open files") are warnings;
 // routine lines ("re-accept conn success"), which come once per connection
-// while recovering from descriptor exhaustion, are debug.
+// while recovering from descriptor exhaustion, are debug, and so is a
+// detach of a socket the poller no longer holds (ENOENT, at shutdown).
 type netpollLog struct{ log atomic.Pointer[zap.Logger] }
 
 var netpollLogger netpollLog
@@ -44,6 +45,10 @@ func (n *netpollLog) Write(p []byte) (int, error) {
 	}
 	level := zap.InfoLevel
 	switch {
+	case bytes.Contains(msg, []byte("detach operator failed")) && bytes.Contains(msg, []byte("no such file or directory")):
+		// A socket closed while the loop shuts down is no longer in the
+		// poller when netpoll detaches it (ENOENT): nothing was lost.
+		level = zap.DebugLevel
 	case bytes.Contains(msg, []byte("failed")):
 		level = zap.WarnLevel
 	case bytes.Contains(msg, []byte("success")):

@@ -252,4 +252,7 @@ func TestStartupNamesCheckConfigErrors(t *testing.T) {
 	if n, _ := lines[0].ContextMap()["error_count"].(int64); n != 2 {
 		t.Fatalf("error_count = %v", lines[0].ContextMap()["error_count"])
 	}
+	if logs.FilterMessageSnippet("2 tokens, with the 2 errors above").Len() != 1 {
+		t.Fatalf("the Loaded line does not say the file has errors: %v", messages(logs.All()))
+	}
 }

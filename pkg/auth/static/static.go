@@ -120,14 +120,17 @@ func New(cfg Config) (*Static, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	set, stamp, _, err := s.load("")
+	set, stamp, errs, err := s.load("")
 	if err != nil {
 		return nil, err
 	}
 	s.set.Store(set)
 	s.stamp = stamp
-	s.log.Info(fmt.Sprintf("Loaded auth file %s: %d tokens", s.path, len(set.byToken)),
-		zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
+	loaded := fmt.Sprintf("Loaded auth file %s: %d tokens", s.path, len(set.byToken))
+	if len(errs) > 0 {
+		loaded += fmt.Sprintf(", with the %d errors above (what they touch grants nothing)", len(errs))
+	}
+	s.log.Info(loaded, zap.String("path", s.path), zap.Int("tokens", len(set.byToken)))
 	go s.watch() // owned by s: Close stops it and waits on done
 	return s, nil
 }
@@ -304,7 +307,7 @@ func (s *Static) load(trigger string) (*tokenSet, fileStamp, []string, error) {
 		s.log.Error(fmt.Sprintf("Auth file %s has %s; it is served as written, and what the errors touch grants nothing (kraken check-config lists every problem)", s.path, reason),
 			zap.String("path", s.path), zap.Strings("errors", errs[:min(len(errs), maxLoggedProblems)]),
 			zap.Int("error_count", len(errs)))
-		return set, stamp, nil, nil
+		return set, stamp, errs, nil // New says so in its "Loaded" line
 	}
 	reason += "; the last valid tokens stay in force (kraken check-config lists every problem)"
 	failed(fmt.Sprintf("Refused auth file %s: %s", s.path, reason),
