@@ -173,6 +173,13 @@ func partialCap(rest, need int) int {
 	return max(rest, min(need, max(2*rest, partialKeep)))
 }
 
+// Flush writes what this read has queued so far (Queue) now rather than at
+// the end of the read: Process calls it before a step that may wait on
+// another system, so the peer is not kept from what it is already owed
+// (the upgrade's 101 while the auth frame after it waits on the auth
+// service).
+func (s *Stream) Flush(c *hub.Conn) { s.flush(c) }
+
 // flush pushes what this read queued (Queue) to the socket, once.
 func (s *Stream) flush(c *hub.Conn) {
 	if s.wrote {

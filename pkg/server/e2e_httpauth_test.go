@@ -81,6 +81,35 @@ func startWithHTTPAuth(t *testing.T, svc http.Handler, mutate func(*Config)) *Se
 	return startWith(t, cache, mutate)
 }
 
+// TestUpgradeIsAnsweredBeforeASlowAuth: with the upgrade request and the
+// auth frame in one write, the 101 arrives while the auth service is still
+// thinking, not with the auth reply.
+func TestUpgradeIsAnsweredBeforeASlowAuth(t *testing.T) {
+	svc := &slowAuthService{delay: 1500 * time.Millisecond, calls: map[string]int{}}
+	s := startWithHTTPAuth(t, svc, nil)
+	conn := dialTCP(t, s)
+	start := time.Now()
+	if _, err := conn.Write(append([]byte(upgradeRequest()), binFrame("type", "auth", "token", "tok-bob")...)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	if d := time.Since(start); d >= svc.delay {
+		t.Fatalf("the 101 came after %v, with the auth reply (the auth service takes %v)", d, svc.delay)
+	}
+	f, err := ws.ReadFrame(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _, err := msgp.ReadMapStrIntfBytes(f.Payload, nil); err != nil || m["type"] != "auth" || m["success"] != true {
+		t.Fatalf("auth reply %v (%v)", m, err)
+	}
+}
+
 // dialAuth opens a WebSocket with the upgrade request and the auth frame in
 // one write, as an SDK does on reconnect, and returns the auth reply's
 // success flag. It runs on any goroutine: errors are returned, not fatal.

@@ -33,6 +33,12 @@ func (s *Server) process(st *connState, buf []byte) (used int, complete bool) {
 		var n int
 		if st.Conn.Phase() == hub.PhaseHandshake {
 			n = s.handshake(st, buf[used:])
+			if n > 0 && st.Conn.Phase() != hub.PhaseHandshake {
+				// The 101 goes out before the frames after it are handled:
+				// the auth frame sent in the same write may wait on the
+				// auth service.
+				st.Flush(st.Conn)
+			}
 		} else {
 			n = s.readFrame(st, buf[used:])
 		}
