@@ -13,7 +13,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/metrics"
-	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/node"
 )
 
 // The admin listener (ADMIN_ADDR, default 127.0.0.1:9469): Prometheus
@@ -36,13 +36,13 @@ func adminHandler(src metrics.Sources) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(src)))
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		failing := src.Server.NotReady()
+		failing := src.Node.NotReady()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if len(failing) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_, _ = w.Write([]byte(server.ReadyJSON(failing, true)))
+		_, _ = w.Write([]byte(node.ReadyJSON(failing, true)))
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -18,16 +18,21 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
-// Sources is what the collector reads. Server is required; every other
-// field is optional and its metrics are left out when it is nil.
+// Sources is what the collector reads. Node and Server are required;
+// every other field is optional and its metrics are left out when it is
+// nil.
 type Sources struct {
-	// Server is the broker: its counters, the hub's and the workers'.
+	// Node is the broker: its counters, the session's, the hub's and the
+	// workers'.
+	Node *node.Node
+	// Server is the WebSocket transport: its handshakes and bytes.
 	Server *server.Server
 	// AuthBackend names the auth backend for the `backend` label: "static",
 	// "http" or "allow_all".
@@ -141,32 +146,34 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), src.Timeout)
 	defer cancel()
 
-	st := src.Server.Stats()
+	st := src.Node.Stats()
+	ss := src.Server.Stats()
 	h := st.Hub
 	gauge(d.buildInfo, 1, src.Version, runtime.Version())
-	gauge(d.ready, boolean(len(src.Server.NotReady()) == 0))
+	gauge(d.ready, boolean(len(src.Node.NotReady()) == 0))
 
 	// Connections.
-	gauge(d.connections, float64(st.WebSocketConns), server.TransportWebSocket.String())
-	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns-st.MQTTConns-int64(st.Resume.Parked), 0)), server.TransportHTTP.String())
-	gauge(d.connections, float64(st.MQTTConns), server.TransportMQTT.String())
+	ws, mq := st.Open[node.KindWebSocket], st.Open[node.KindMQTT]
+	gauge(d.connections, float64(ws), node.KindWebSocket.String())
+	gauge(d.connections, float64(max(h.Connections-ws-mq-int64(st.Resume.Parked), 0)), node.KindHTTP.String())
+	gauge(d.connections, float64(mq), node.KindMQTT.String())
 	gauge(d.authenticated, float64(st.AuthenticatedConns))
-	counter(d.accepted, src.Server.Hub().Accepted())
-	for t := 1; t < server.NumTransports; t++ {
+	counter(d.accepted, src.Node.Hub().Accepted())
+	for k := 1; k < node.NumKinds; k++ {
 		for r := 0; r < disconnect.NumReasons; r++ {
-			counter(d.closed, st.Closed[t][r], server.Transport(t).String(), disconnect.Reason(r).String())
+			counter(d.closed, st.Closed[k][r], node.Kind(k).String(), disconnect.Reason(r).String())
 		}
 	}
 	for o := 1; o < server.NumHandshakes; o++ {
-		counter(d.handshakes, st.Handshakes[o], server.Handshake(o).String())
+		counter(d.handshakes, ss.Handshakes[o], server.Handshake(o).String())
 	}
 	counter(d.handshakes, h.Closed[disconnect.HandshakeTimeout], "timeout")
 	for c := hub.SlowCause(0); c < hub.NumSlowCauses; c++ {
 		counter(d.slowConsumers, h.Slow[c], c.String())
 	}
 	counter(d.inputOverflows, h.Closed[disconnect.InputOverflow])
-	counter(d.inputPauses, src.Server.Hub().InputPauses())
-	counter(d.receivedBytes, st.ReceivedBytes)
+	counter(d.inputPauses, src.Node.Hub().InputPauses())
+	counter(d.receivedBytes, ss.ReceivedBytes)
 
 	// Auth.
 	backend := src.AuthBackend
@@ -225,7 +232,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	var queuedMax int
 	var delivered uint64
 	busy := false
-	for _, w := range src.Server.Hub().WorkerStats(ctx) {
+	for _, w := range src.Node.Hub().WorkerStats(ctx) {
 		id := strconv.Itoa(w.Worker)
 		gauge(d.inbox, float64(w.Inbox), id)
 		gauge(d.inboxPubs, float64(w.InboxPublications), id)
@@ -248,7 +255,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.retained, float64(retained))
 	gauge(d.queued, float64(queued))
 	gauge(d.queuedMax, float64(queuedMax))
-	if rooms, members, watches, ok := src.Server.PresenceCounts(ctx); ok {
+	if rooms, members, watches, ok := src.Node.Protocol().PresenceCounts(ctx); ok {
 		gauge(d.presenceRooms, float64(rooms))
 		gauge(d.presenceMembers, float64(members))
 		gauge(d.lobbyWatches, float64(watches))
@@ -259,12 +266,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	// Between nodes.
 	up := true
-	if r, ok := src.Server.Broker().(interface{ Ready() error }); ok {
+	if r, ok := src.Node.Broker().(interface{ Ready() error }); ok {
 		up = r.Ready() == nil
 	}
 	gauge(d.brokerUp, boolean(up), src.BrokerBackend)
 	stateFailing := false
-	if r, ok := src.Server.Broker().(broker.StateReporter); ok {
+	if r, ok := src.Node.Broker().(broker.StateReporter); ok {
 		stateFailing = r.StateReady() != nil
 	}
 	gauge(d.brokerStateFailing, boolean(stateFailing))
