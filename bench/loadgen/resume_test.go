@@ -60,7 +60,7 @@ func krakenMain() int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.Sources{Node: n, Server: srv, AuthBackend: "allow_all", BrokerBackend: "local"})))
+	mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{n.Metrics("allow_all", "local"), srv}})))
 	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()

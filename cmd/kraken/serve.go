@@ -144,9 +144,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	// Closed after n.Shutdown (deferred): /ready answers not ready while
 	// the connections drain.
-	admin := startAdmin(cfg, metrics.Sources{Node: n, Server: srv, AuthBackend: backend.name, Static: backend.tokens,
-		HTTPAuth: backend.service, TokenCache: cache, Control: ext.control, Webhooks: ext.webhooks,
-		Store: msgStore, BrokerBackend: cfg.BrokerBackend, BrokerStats: brokerStats(fanout), Version: version}, log)
+	admin := startAdmin(cfg, metrics.Sources{Components: components(n, srv, backend, cache, ext, cfg.BrokerBackend),
+		BrokerStats: brokerStats(fanout), Version: version}, n, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
 	reloader := reloadOnSignal(ctx, hup, backend.reload)
@@ -182,6 +181,28 @@ func start(n *node.Node, srv *server.Server, mq *listener.Listener) error {
 		}
 	}
 	return nil
+}
+
+// components are the parts of the node that report metrics, those
+// configured: the node, the WebSocket server, the auth backend, the token
+// cache, the control plane and the webhook dispatcher.
+func components(n *node.Node, srv *server.Server, b authBackend, cache *auth.Cache, ext *external,
+	brokerBackend string) []metrics.Component {
+	out := []metrics.Component{n.Metrics(b.name, brokerBackend), srv}
+	if b.tokens != nil {
+		out = append(out, b.tokens)
+	}
+	if b.service != nil {
+		out = append(out, b.service)
+	}
+	out = append(out, cache)
+	if ext.control != nil {
+		out = append(out, ext.control)
+	}
+	if ext.webhooks != nil {
+		out = append(out, ext.webhooks)
+	}
+	return out
 }
 
 // external is what serve hands to the user's systems: the control plane's

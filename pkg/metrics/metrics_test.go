@@ -96,8 +96,8 @@ func startWith(t *testing.T, edit func(*node.Config)) *broker {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	reg := metrics.NewRegistry(metrics.Sources{Node: n, Server: srv, AuthBackend: "static", Static: st, TokenCache: cache,
-		BrokerBackend: "local", Version: "test"})
+	reg := metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{n.Metrics("static", "local"), srv, st, cache},
+		Version: "test"})
 	hs := httptest.NewServer(metrics.Handler(reg))
 	t.Cleanup(hs.Close)
 	return &broker{srv: srv, st: st, path: path, metrics: hs.URL}
@@ -500,7 +500,7 @@ func TestBrokerCountersLandOnTheirLabels(t *testing.T) {
 	bs := metrics.BrokerStats{Published: 1, Dropped: 2, Received: 3, Duplicates: 4, Malformed: 5, Reconnects: 6,
 		StateWrites: 7, StateDropped: 8, StateErrors: 9, StateMalformed: 10, StatePurged: 11, StateRejoins: 12,
 		NodesDown: 13, RetainedRecaptured: 14, RetainedUnkept: 15}
-	reg := metrics.NewRegistry(metrics.Sources{Node: b.srv.Node(), Server: b.srv, BrokerBackend: "nats", Version: "test",
+	reg := metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{b.srv.Node().Metrics("", "nats"), b.srv}, Version: "test",
 		BrokerStats: func() metrics.BrokerStats { return bs }})
 	hs := httptest.NewServer(metrics.Handler(reg))
 	t.Cleanup(hs.Close)

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -86,4 +90,16 @@ func (s *Server) opened(st *connState) {
 	if ce := s.log.Check(zapcore.DebugLevel, "connection opened"); ce != nil {
 		ce.Write(connFields(st.Conn)...)
 	}
+}
+
+// Collect reports the server's part of the kraken_* metrics
+// (metrics.Component): the handshakes by outcome, the handshakes the hub
+// timed out, and the bytes received.
+func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- prometheus.Metric) {
+	st := s.Stats()
+	for o := 1; o < NumHandshakes; o++ {
+		metrics.Counter(ch, d.Handshakes, st.Handshakes[o], Handshake(o).String())
+	}
+	metrics.Counter(ch, d.Handshakes, s.hub.Stats().Closed[disconnect.HandshakeTimeout], "timeout")
+	metrics.Counter(ch, d.ReceivedBytes, st.ReceivedBytes)
 }
