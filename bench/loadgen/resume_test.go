@@ -18,6 +18,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -33,10 +34,19 @@ const krakenEnv = "LOADGEN_TEST_KRAKEN"
 func krakenMain() int {
 	expiry, _ := strconv.Atoi(os.Getenv(krakenEnv + "_EXPIRY_MS"))
 	maxSessions, _ := strconv.Atoi(os.Getenv(krakenEnv + "_MAX_SESSIONS"))
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
-		RateLimit: 100000, Hub: hub.Config{Workers: 2},
-		Resume: session.ResumeConfig{Enabled: true, Expiry: time.Duration(expiry) * time.Millisecond, MaxSessions: maxSessions}})
+	n, err := node.New(node.Config{Hub: hub.Config{Workers: 2}, Session: session.Config{Auth: static.AllowAll{},
+		RecordMessages: true, RateLimit: 100000,
+		Resume: session.ResumeConfig{Enabled: true, Expiry: time.Duration(expiry) * time.Millisecond, MaxSessions: maxSessions}}})
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "kraken:", err)
+		return 1
+	}
+	srv, err := server.New(n, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kraken:", err)
+		return 1
+	}
+	if err := n.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "kraken:", err)
 		return 1
 	}
@@ -50,7 +60,7 @@ func krakenMain() int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.Sources{Server: srv, AuthBackend: "allow_all", BrokerBackend: "local"})))
+	mux.Handle("/metrics", metrics.Handler(metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{n.Metrics("allow_all", "local"), srv}})))
 	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()

@@ -56,7 +56,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	ksession "github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -169,26 +171,34 @@ type point struct {
 // listener beside it), measures it, opens n idle connections from a client
 // process, measures again, and returns both points and the goroutine counts.
 func session(n int, mqtt bool) (before, after point, goroutines [2]int, err error) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: static.AllowAll{}, RecordMessages: true,
+	nd, err := node.New(node.Config{Session: ksession.Config{Auth: static.AllowAll{}, RecordMessages: true},
 		Hub: hub.Config{Workers: 2}})
 	if err != nil {
+		return before, after, goroutines, err
+	}
+	srv, err := server.New(nd, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		return before, after, goroutines, err
+	}
+	var l *listener.Listener
+	if mqtt {
+		if l, err = listener.New(nd, listener.Config{Addr: "127.0.0.1:0"}); err != nil {
+			return before, after, goroutines, err
+		}
+	}
+	defer func() { _ = nd.Shutdown(context.Background()) }()
+	if err = nd.Start(); err != nil {
 		return before, after, goroutines, err
 	}
 	if err = srv.Start(); err != nil {
 		return before, after, goroutines, err
 	}
-	defer func() { _ = srv.Shutdown(context.Background()) }()
 	addr := srv.Addr().String()
 	args := []string{"-client", addr, "-n", strconv.Itoa(n)}
 	if mqtt {
-		l, lerr := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: srv.Protocol(), OnOpen: srv.OpenedMQTT})
-		if lerr != nil {
-			return before, after, goroutines, lerr
-		}
 		if err = l.Start(); err != nil {
 			return before, after, goroutines, err
 		}
-		defer func() { l.Drain(); _ = l.Shutdown(context.Background()) }()
 		args = append(args, "-transport", "mqtt", "-mqtt-addr", l.Addr().String())
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -218,7 +228,7 @@ func session(n int, mqtt bool) (before, after point, goroutines [2]int, err erro
 		return before, after, goroutines, fmt.Errorf("client process: %q, %v", line, err)
 	}
 	time.Sleep(time.Second) // idle: the sweep and the replies settle
-	if got := srv.Hub().Stats().Connections; got != int64(n+1) {
+	if got := nd.Hub().Stats().Connections; got != int64(n+1) {
 		return before, after, goroutines, fmt.Errorf("the broker holds %d connections, want %d", got, n+1)
 	}
 	after = measure()

@@ -13,7 +13,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/metrics"
-	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/node"
 )
 
 // The admin listener (ADMIN_ADDR, default 127.0.0.1:9469): Prometheus
@@ -31,18 +31,19 @@ const adminIndex = `kraken admin listener
   /debug/pprof/  Go profiler (heap, goroutine, profile?seconds=N, trace?seconds=N)
 `
 
-// adminHandler routes the admin listener.
-func adminHandler(src metrics.Sources) http.Handler {
+// adminHandler routes the admin listener: src's metrics, and n's
+// readiness with its reasons.
+func adminHandler(src metrics.Sources, n *node.Node) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(src)))
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		failing := src.Server.NotReady()
+		failing := n.NotReady()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if len(failing) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_, _ = w.Write([]byte(server.ReadyJSON(failing, true)))
+		_, _ = w.Write([]byte(node.ReadyJSON(failing, true)))
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -74,7 +75,7 @@ type adminServer struct {
 // logged and the broker goes on without it: the WebSocket service matters
 // more than its metrics, and several nodes on one host would otherwise
 // need distinct ports before any of them starts (set ADMIN_ADDR for each).
-func startAdmin(cfg config.Config, src metrics.Sources, log *zap.Logger) *adminServer {
+func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, log *zap.Logger) *adminServer {
 	if cfg.AdminAddr == config.AddrOff {
 		log.Info("admin listener disabled (ADMIN_ADDR=off): no /metrics, /ready or /debug/pprof")
 		return nil
@@ -87,7 +88,7 @@ func startAdmin(cfg config.Config, src metrics.Sources, log *zap.Logger) *adminS
 	}
 	a := &adminServer{addr: ln.Addr(), done: make(chan struct{}),
 		hs: &http.Server{
-			Handler:           adminHandler(src),
+			Handler:           adminHandler(src, n),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       time.Minute,
 			ErrorLog:          zap.NewStdLog(log.Named("admin")),

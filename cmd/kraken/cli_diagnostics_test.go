@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
@@ -42,7 +42,7 @@ func TestCLISubSaysWhyTheBrokerClosed(t *testing.T) {
 	s := e.startSub("dev-token-bob", "demo/general/messages")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.srv.Shutdown(ctx); err != nil {
+	if err := e.node.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if l := e.next(s.errs); l != "kraken sub: connection lost: broker closed the connection: 1012 server shutting down" {
@@ -123,7 +123,7 @@ func TestCLISubPrintsHydration(t *testing.T) {
 	defer site.Close()
 	hooks := webhook.New(webhook.Config{})
 	t.Cleanup(func() { _ = hooks.Close(context.Background()) })
-	e := newCLIEnvWith(t, func(c *server.Config) {
+	e := newCLIEnvWith(t, func(c *session.Config) {
 		c.Auth = hydratingAuth{Authenticator: c.Auth, url: site.URL}
 		c.Webhooks = hooks
 	})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/client"
-	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -20,7 +19,7 @@ import (
 // status line "replayed 3 of 3 missed messages (complete)", then a live
 // message unmarked, and exits after --count 4.
 func TestCLISubResume(t *testing.T) {
-	e := newCLIEnvWith(t, func(c *server.Config) { c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute} })
+	e := newCLIEnvWith(t, func(c *session.Config) { c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute} })
 	brokerAddr := e.srv.Addr().String()
 	proxy := testpeer.NewProxy(t, brokerAddr)
 	e.url = "ws://" + proxy.Addr() + "/ws"
@@ -43,7 +42,7 @@ func TestCLISubResume(t *testing.T) {
 	proxy.Hold()
 	proxy.Cut()
 	deadline := time.Now().Add(10 * time.Second)
-	for e.srv.Protocol().ResumeStats().Parked != 1 { // the broker parked the session
+	for e.node.Protocol().ResumeStats().Parked != 1 { // the broker parked the session
 		if time.Now().After(deadline) {
 			t.Fatal("the broker did not park the session")
 		}

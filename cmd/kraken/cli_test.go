@@ -17,16 +17,19 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 )
 
 // cliEnv is a kraken binary built for the test and a broker with the demo
 // tokens of examples/auth.json.
 type cliEnv struct {
-	t   *testing.T
-	bin string
-	url string
-	srv *server.Server
+	t    *testing.T
+	bin  string
+	url  string
+	srv  *server.Server
+	node *node.Node
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
@@ -35,7 +38,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 }
 
 // newCLIEnvWith is newCLIEnv with cfg changing the broker's Config.
-func newCLIEnvWith(t *testing.T, cfg func(*server.Config)) *cliEnv {
+func newCLIEnvWith(t *testing.T, cfg func(*session.Config)) *cliEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -49,24 +52,31 @@ func newCLIEnvWith(t *testing.T, cfg func(*server.Config)) *cliEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := server.Config{Addr: "127.0.0.1:0", Auth: tokens, RecordMessages: true, Hub: hub.Config{Workers: 2}}
+	sc := session.Config{Auth: tokens, RecordMessages: true}
 	if cfg != nil {
 		cfg(&sc)
 	}
-	srv, err := server.New(sc)
+	n, err := node.New(node.Config{Session: sc, Hub: hub.Config{Workers: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
+	srv, err := server.New(n, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 		_ = tokens.Close()
 	})
-	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws", srv: srv}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws", srv: srv, node: n}
 }
 
 // run runs the binary to completion.

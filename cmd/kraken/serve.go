@@ -27,6 +27,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store"
@@ -46,7 +47,7 @@ const tokenCacheEntries = 100_000
 //
 // Every backend call of the node derives from one base context, cancelled
 // when serve returns. Shutdown cancels the calls made for connections and
-// the revalidations at once (server.Server.Shutdown); the webhook
+// the revalidations at once (node.Node.Shutdown); the webhook
 // dispatcher and the control plane drain what is queued within their own
 // bound first (external.close), and the base context ends whatever is
 // still in flight after that.
@@ -80,28 +81,27 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		workers = runtime.GOMAXPROCS(0)
 	}
 	cache := auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil)
-	defer func() { _ = cache.Close() }() // after the server's shutdown, before the backend's close
-	srv, err := server.New(server.Config{
-		Addr:            net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
-		Auth:            cache,
-		MaxFrameSize:    cfg.MaxFrameSize,
-		MaxMessageSize:  cfg.MaxMessageSize,
-		RecordMessages:  cfg.RecordMessages,
-		Store:           msgStore,
-		Broker:          fanout,
-		NodeID:          nodeID,
-		RateLimit:       cfg.RateLimit,
-		ErrorFrameLimit: cfg.ErrorFrameLimit,
-		ErrorFloodLimit: cfg.ErrorFloodLimit,
-		InternalSecret:  cfg.InternalSecret,
-		Control:         ext.control,
-		Webhooks:        ext.webhooks,
-		MaxAuthFailures: cfg.MaxAuthFailures,
-		Logger:          log,
-		Context:         base,
-		Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
-			MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions,
-			MaxMessages: cfg.StoreMaxMessages, MaxAge: cfg.StoreTTL},
+	defer func() { _ = cache.Close() }() // after the node's shutdown, before the backend's close
+	n, err := node.New(node.Config{
+		Session: session.Config{
+			Auth:            cache,
+			MaxMessageSize:  cfg.MaxMessageSize,
+			RecordMessages:  cfg.RecordMessages,
+			Store:           msgStore,
+			Broker:          fanout,
+			NodeID:          nodeID,
+			RateLimit:       cfg.RateLimit,
+			ErrorFrameLimit: cfg.ErrorFrameLimit,
+			ErrorFloodLimit: cfg.ErrorFloodLimit,
+			MaxAuthFailures: cfg.MaxAuthFailures,
+			Control:         ext.control,
+			Webhooks:        ext.webhooks,
+			Logger:          log,
+			Context:         base,
+			Resume: session.ResumeConfig{Enabled: cfg.ResumeSessions, Expiry: cfg.ResumeExpiry,
+				MaxBytes: cfg.ResumeMaxBytes, MaxSessions: cfg.ResumeMaxSessions,
+				MaxMessages: cfg.StoreMaxMessages, MaxAge: cfg.StoreTTL},
+		},
 		Hub: hub.Config{
 			Workers:            workers,
 			OutboundMaxBytes:   cfg.OutboundMaxBytes,
@@ -118,24 +118,34 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if err != nil {
 		return startFailed(log, err, exitFail)
 	}
-	backend.addReadyChecks(srv)
-	if err := srv.Start(); err != nil {
-		return startFailed(log, fmt.Errorf("listen: %w", err), exitFail)
+	srv, err := server.New(n, server.Config{
+		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
+		MaxFrameSize:   cfg.MaxFrameSize,
+		InternalSecret: cfg.InternalSecret,
+		Logger:         log,
+	})
+	if err != nil {
+		return startFailed(log, err, exitFail)
 	}
 	var mq *listener.Listener
 	if cfg.MQTTEnabled {
-		if mq, err = startMQTT(cfg, srv, log); err != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-			_ = srv.Shutdown(sctx)
-			cancel()
-			return startFailed(log, fmt.Errorf("mqtt listen: %w", err), exitFail)
+		mq, err = listener.New(n, listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
+			Logger: log})
+		if err != nil {
+			return startFailed(log, err, exitFail)
 		}
 	}
-	// Closed after srv.Shutdown (deferred): /ready answers not ready while
+	backend.addReadyChecks(n)
+	if err := start(n, srv, mq); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		_ = n.Shutdown(sctx)
+		cancel()
+		return startFailed(log, err, exitFail)
+	}
+	// Closed after n.Shutdown (deferred): /ready answers not ready while
 	// the connections drain.
-	admin := startAdmin(cfg, metrics.Sources{Server: srv, AuthBackend: backend.name, Static: backend.tokens,
-		HTTPAuth: backend.service, TokenCache: cache, Control: ext.control, Webhooks: ext.webhooks,
-		Store: msgStore, BrokerBackend: cfg.BrokerBackend, BrokerStats: brokerStats(fanout), Version: version}, log)
+	admin := startAdmin(cfg, metrics.Sources{Components: components(n, srv, backend, cache, ext, cfg.BrokerBackend),
+		BrokerStats: brokerStats(fanout), Version: version}, n, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
 	reloader := reloadOnSignal(ctx, hup, backend.reload)
@@ -146,35 +156,53 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if mq != nil {
-		mq.Drain()
-	}
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := n.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not finish in time", zap.Error(err))
 		return exitFail
 	}
-	if mq != nil {
-		if err := mq.Shutdown(sctx); err != nil {
-			log.Warn("MQTT listener shutdown did not finish in time", zap.Error(err))
-		}
-	}
-	log.Info("stopped", zap.Uint64("slow_consumers", srv.Hub().Stats().SlowConsumers))
+	log.Info("stopped", zap.Uint64("slow_consumers", n.Hub().Stats().SlowConsumers))
 	return exitOK
 }
 
-// startMQTT serves MQTT 3.1.1 on MQTT_PORT, on srv's session protocol
-// (docs/mqtt.md).
-func startMQTT(cfg config.Config, srv *server.Server, log *zap.Logger) (*listener.Listener, error) {
-	l, err := listener.New(listener.Config{
-		Addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
-		Protocol: srv.Protocol(),
-		OnOpen:   srv.OpenedMQTT,
-		Logger:   log,
-	})
-	if err != nil {
-		return nil, err
+// start starts the node (its hub, then its fan-out broker), then the
+// WebSocket server and, when mq is not nil, the MQTT listener
+// (docs/mqtt.md). The error says which failed: "server: start the fan-out
+// broker: …", "listen: …" or "mqtt listen: …".
+func start(n *node.Node, srv *server.Server, mq *listener.Listener) error {
+	if err := n.Start(); err != nil {
+		return err
 	}
-	return l, l.Start()
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if mq != nil {
+		if err := mq.Start(); err != nil {
+			return fmt.Errorf("mqtt listen: %w", err)
+		}
+	}
+	return nil
+}
+
+// components are the parts of the node that report metrics, those
+// configured: the node, the WebSocket server, the auth backend, the token
+// cache, the control plane and the webhook dispatcher.
+func components(n *node.Node, srv *server.Server, b authBackend, cache *auth.Cache, ext *external,
+	brokerBackend string) []metrics.Component {
+	out := []metrics.Component{n.Metrics(b.name, brokerBackend), srv}
+	if b.tokens != nil {
+		out = append(out, b.tokens)
+	}
+	if b.service != nil {
+		out = append(out, b.service)
+	}
+	out = append(out, cache)
+	if ext.control != nil {
+		out = append(out, ext.control)
+	}
+	if ext.webhooks != nil {
+		out = append(out, ext.webhooks)
+	}
+	return out
 }
 
 // external is what serve hands to the user's systems: the control plane's
@@ -238,7 +266,7 @@ func nodeName() string {
 }
 
 // newBroker picks the fan-out backend (BROKER_BACKEND): one node, or the
-// nodes joined over NATS (natsbroker). The server starts and closes it.
+// nodes joined over NATS (natsbroker). The node starts and closes it.
 func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broker, error) {
 	if cfg.BrokerBackend != "nats" {
 		return local.Broker{}, nil
@@ -284,14 +312,14 @@ type authBackend struct {
 	service *httpauth.Backend
 }
 
-// addReadyCheck makes srv not ready while the token file's last reload
+// addReadyChecks makes n not ready while the token file's last reload
 // failed, or while the auth service's circuit breaker is open.
-func (b authBackend) addReadyChecks(srv *server.Server) {
+func (b authBackend) addReadyChecks(n *node.Node) {
 	if b.tokens != nil {
-		srv.AddReadyCheck("token_file", b.tokens.Ready)
+		n.AddReadyCheck("token_file", b.tokens.Ready)
 	}
 	if b.service != nil {
-		srv.AddReadyCheck("auth_service", b.service.Ready)
+		n.AddReadyCheck("auth_service", b.service.Ready)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 	"github.com/NoLagApp/kraken/pkg/webhook"
 )
@@ -34,15 +36,22 @@ func TestQuickstartAgainstTheExampleService(t *testing.T) {
 	t.Cleanup(func() { _ = hb.Close() })
 	d := webhook.New(webhook.Config{})
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: auth.NewCache(hb, 30*time.Second, 100, nil),
-		RecordMessages: true, Webhooks: d, Hub: hub.Config{Workers: 2}})
+	n, err := node.New(node.Config{Hub: hub.Config{Workers: 2}, Session: session.Config{
+		Auth: auth.NewCache(hb, 30*time.Second, 100, nil), RecordMessages: true, Webhooks: d}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(n, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+	if err := n.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	addr := srv.Addr().String()
 
 	bob := testpeer.Dial(t, addr)

@@ -10,7 +10,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/client"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 )
 
 // tokenFile is a token file like examples/auth.json, with a rate limit high
@@ -31,7 +33,7 @@ type broker struct {
 	auth *static.Static
 	srv  *server.Server
 	addr string
-	cfg  func(*server.Config) // changes the defaults of start; nil for none
+	cfg  func(*session.Config) // changes the defaults of start; nil for none
 }
 
 // startBroker starts a broker on addr ("127.0.0.1:0" for a random port)
@@ -42,7 +44,7 @@ func startBroker(t testing.TB, addr string) *broker {
 }
 
 // startBrokerWith is startBroker with cfg changing the server's Config.
-func startBrokerWith(t testing.TB, addr string, cfg func(*server.Config)) *broker {
+func startBrokerWith(t testing.TB, addr string, cfg func(*session.Config)) *broker {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
@@ -60,12 +62,19 @@ func startBrokerWith(t testing.TB, addr string, cfg func(*server.Config)) *broke
 
 func (b *broker) start(addr string) {
 	b.t.Helper()
-	cfg := server.Config{Addr: addr, Auth: b.auth, RecordMessages: true, Hub: hub.Config{Workers: 2}}
+	cfg := session.Config{Auth: b.auth, RecordMessages: true}
 	if b.cfg != nil {
 		b.cfg(&cfg)
 	}
-	srv, err := server.New(cfg)
+	n, err := node.New(node.Config{Session: cfg, Hub: hub.Config{Workers: 2}})
 	if err != nil {
+		b.t.Fatal(err)
+	}
+	srv, err := server.New(n, server.Config{Addr: addr})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
 		b.t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -87,7 +96,7 @@ func (b *broker) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = b.srv.Shutdown(ctx)
+	_ = b.srv.Node().Shutdown(ctx)
 	b.srv = nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/client"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 )
 
 // exampleBroker starts kraken in-process on a random loopback port with the
@@ -20,8 +22,16 @@ func exampleBroker() (url string, stop func()) {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Auth: tokens, RecordMessages: true, Hub: hub.Config{Workers: 2}})
+	n, err := node.New(node.Config{Session: session.Config{Auth: tokens, RecordMessages: true},
+		Hub: hub.Config{Workers: 2}})
 	if err != nil {
+		panic(err)
+	}
+	srv, err := server.New(n, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		panic(err)
+	}
+	if err := n.Start(); err != nil {
 		panic(err)
 	}
 	if err := srv.Start(); err != nil {
@@ -30,7 +40,7 @@ func exampleBroker() (url string, stop func()) {
 	return "ws://" + srv.Addr().String() + "/ws", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 		_ = tokens.Close()
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/client"
-	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/store/memstore"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
@@ -52,7 +51,7 @@ func newResumeEnvWith(t *testing.T, expiry time.Duration, opts func(*client.Opti
 	t.Helper()
 	e := &resumeEnv{store: memstore.New(memstore.Config{}), events: make(chan resumeEvent, 1024)}
 	t.Cleanup(func() { _ = e.store.Close() })
-	e.b = startBrokerWith(t, "127.0.0.1:0", func(c *server.Config) {
+	e.b = startBrokerWith(t, "127.0.0.1:0", func(c *session.Config) {
 		c.Resume = session.ResumeConfig{Enabled: true, Expiry: expiry}
 		c.Store = e.store
 	})
@@ -99,7 +98,7 @@ func (e *resumeEnv) cut(t *testing.T) {
 	t.Helper()
 	e.proxy.Hold()
 	e.proxy.Cut()
-	waitFor(t, "the broker to park bob's session", func() bool { return e.b.srv.Protocol().ResumeStats().Parked == 1 })
+	waitFor(t, "the broker to park bob's session", func() bool { return e.b.srv.Node().Protocol().ResumeStats().Parked == 1 })
 }
 
 // next returns bob's next event.
@@ -216,7 +215,7 @@ func TestResumeExpiredSessionReplaysNothing(t *testing.T) {
 	seen := map[string]bool{}
 	e.cut(t)
 	e.publish(t, 0, 5) // collected, then let go of with the session
-	waitFor(t, "the session to expire", func() bool { return e.b.srv.Protocol().ResumeStats().Parked == 0 })
+	waitFor(t, "the session to expire", func() bool { return e.b.srv.Node().Protocol().ResumeStats().Parked == 0 })
 	e.proxy.Release()
 
 	e.replayEnd(t, client.ReplayInfo{Count: 0, Replayed: 0, Complete: false, Reason: client.ReplaySessionExpired})

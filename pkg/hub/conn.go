@@ -111,6 +111,11 @@ func (c *Conn) Closing() bool { return c.closeAt.Load() != 0 }
 // connection's encoding).
 func (c *Conn) Transport() Transport { return c.t }
 
+// EncodingID returns the ID of the connection's encoding
+// (Transport().Encoding().ID(), hub.Encoding), which tells the transport
+// that accepted it from the others: 0 for WebSocket, 1 for MQTT.
+func (c *Conn) EncodingID() uint8 { return c.enc }
+
 // Phase returns the connection's lifecycle phase.
 func (c *Conn) Phase() Phase { return Phase(c.phase.Load()) }
 

@@ -430,6 +430,9 @@ func (h *Hub) Stats() Stats {
 	return st
 }
 
+// Config returns the configuration in force, defaults applied.
+func (h *Hub) Config() Config { return h.cfg }
+
 // Shutdown closes every connection with 1012 (disconnect.Shutdown) after
 // what is queued to it, waits up to Config.CloseTimeout for the peers to
 // close their side (so no close frame is lost to a reset), releases the

@@ -12,8 +12,8 @@ import (
 func TestDocsAndDashboardMatchTheMetrics(t *testing.T) {
 	names := map[string]bool{}
 	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
-	d := newDescs()
-	for _, desc := range d.all() {
+	d := NewDescs()
+	for _, desc := range d.All() {
 		m := fq.FindStringSubmatch(desc.String())
 		if m == nil {
 			t.Fatalf("no name in %s", desc)

@@ -4,51 +4,23 @@ import (
 	"context"
 	"net/http"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
-	"github.com/NoLagApp/kraken/pkg/auth/static"
-	"github.com/NoLagApp/kraken/pkg/broker"
-	"github.com/NoLagApp/kraken/pkg/control"
-	"github.com/NoLagApp/kraken/pkg/disconnect"
-	"github.com/NoLagApp/kraken/pkg/hub"
-	"github.com/NoLagApp/kraken/pkg/resume"
-	"github.com/NoLagApp/kraken/pkg/server"
-	"github.com/NoLagApp/kraken/pkg/session"
-	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
-// Sources is what the collector reads. Server is required; every other
-// field is optional and its metrics are left out when it is nil.
+// Sources is what the collector reads: the build's version, the
+// components that report their own metrics, and the counters of a broker
+// backend between nodes. The collector knows no component: each one
+// writes its samples on the Descs it is handed (Component).
 type Sources struct {
-	// Server is the broker: its counters, the hub's and the workers'.
-	Server *server.Server
-	// AuthBackend names the auth backend for the `backend` label: "static",
-	// "http" or "allow_all".
-	AuthBackend string
-	// Static is the token-file backend (reload counters, token count).
-	Static *static.Static
-	// HTTPAuth is the HTTP auth backend (circuit breaker state).
-	HTTPAuth *httpauth.Backend
-	// TokenCache is the token cache in front of the backend (its size).
-	TokenCache *auth.Cache
-	// Control is the control plane's batcher; Webhooks the dispatcher.
-	Control  *control.Batcher
-	Webhooks *webhook.Dispatcher
-	// Store is the message store; its size is reported when it has a
-	// Len() int method (memstore).
-	Store any
-	// BrokerBackend names the fan-out broker for the `backend` label
-	// ("local", "nats"). Its state is the Server's broker's Ready() error,
-	// when it has one (checked by type assertion), and its shared state's
-	// StateReady() when it is a broker.StateReporter.
-	BrokerBackend string
+	// Components report their metrics at every scrape, in this order: the
+	// node (node.Node.Metrics), its transports (server.Server), the auth
+	// backend and token cache, the control plane, the webhooks. A nil
+	// entry is skipped.
+	Components []Component
 	// BrokerStats, when set, reads the broker backend's own counters: the
 	// hook for a backend between nodes (natsbroker's Stats adapts in three
 	// lines). nil leaves those metrics out.
@@ -60,6 +32,33 @@ type Sources struct {
 	// A worker that has not answered by then is counted in
 	// kraken_workers_unresponsive and its figures are left out.
 	Timeout time.Duration
+}
+
+// Component is a part of kraken that reports its own metrics.
+type Component interface {
+	// Collect sends the component's samples to ch, each on its descriptor
+	// in d (Counter, Gauge; label values in the descriptor's order). ctx
+	// bounds what it gathers from other goroutines (Sources.Timeout). It
+	// runs on the scrape's goroutine and must not block past ctx.
+	Collect(ctx context.Context, d *Descs, ch chan<- prometheus.Metric)
+}
+
+// Counter sends one counter sample of desc, v, with its label values.
+func Counter(ch chan<- prometheus.Metric, desc *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+}
+
+// Gauge sends one gauge sample of desc, v, with its label values.
+func Gauge(ch chan<- prometheus.Metric, desc *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+}
+
+// Bool is a gauge's value for b: 1 or 0.
+func Bool(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // BrokerStats are the counters a broker backend between nodes reports.
@@ -105,7 +104,7 @@ func Handler(reg *prometheus.Registry) http.Handler {
 // (pull, not push), so the delivery path carries nothing for it.
 type collector struct {
 	src  Sources
-	desc descs
+	desc Descs
 }
 
 // NewCollector returns the collector of every kraken_* metric; see
@@ -114,199 +113,41 @@ func NewCollector(src Sources) prometheus.Collector {
 	if src.Timeout <= 0 {
 		src.Timeout = time.Second
 	}
-	return &collector{src: src, desc: newDescs()}
+	return &collector{src: src, desc: NewDescs()}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.desc.all() {
+	for _, d := range c.desc.All() {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := &c.desc
-	src := c.src
-	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
-	boolean := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), src.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.src.Timeout)
 	defer cancel()
-
-	st := src.Server.Stats()
-	h := st.Hub
-	gauge(d.buildInfo, 1, src.Version, runtime.Version())
-	gauge(d.ready, boolean(len(src.Server.NotReady()) == 0))
-
-	// Connections.
-	gauge(d.connections, float64(st.WebSocketConns), server.TransportWebSocket.String())
-	gauge(d.connections, float64(max(h.Connections-st.WebSocketConns-st.MQTTConns-int64(st.Resume.Parked), 0)), server.TransportHTTP.String())
-	gauge(d.connections, float64(st.MQTTConns), server.TransportMQTT.String())
-	gauge(d.authenticated, float64(st.AuthenticatedConns))
-	counter(d.accepted, src.Server.Hub().Accepted())
-	for t := 1; t < server.NumTransports; t++ {
-		for r := 0; r < disconnect.NumReasons; r++ {
-			counter(d.closed, st.Closed[t][r], server.Transport(t).String(), disconnect.Reason(r).String())
+	Gauge(ch, d.BuildInfo, 1, c.src.Version, runtime.Version())
+	for _, comp := range c.src.Components {
+		if comp != nil {
+			comp.Collect(ctx, d, ch)
 		}
 	}
-	for o := 1; o < server.NumHandshakes; o++ {
-		counter(d.handshakes, st.Handshakes[o], server.Handshake(o).String())
-	}
-	counter(d.handshakes, h.Closed[disconnect.HandshakeTimeout], "timeout")
-	for c := hub.SlowCause(0); c < hub.NumSlowCauses; c++ {
-		counter(d.slowConsumers, h.Slow[c], c.String())
-	}
-	counter(d.inputOverflows, h.Closed[disconnect.InputOverflow])
-	counter(d.inputPauses, src.Server.Hub().InputPauses())
-	counter(d.receivedBytes, st.ReceivedBytes)
-
-	// Auth.
-	backend := src.AuthBackend
-	for _, o := range session.AuthOutcomes {
-		counter(d.authResults, st.Auth[o], backend, "auth", o.String())
-	}
-	for _, o := range session.ReauthOutcomes {
-		counter(d.authResults, st.Reauth[o], backend, "reauth", o.String())
-	}
-	buckets := make(map[float64]uint64, len(session.AuthBuckets))
-	for i, ub := range session.AuthBuckets {
-		buckets[ub] = st.AuthLatency.Buckets[i]
-	}
-	ch <- prometheus.MustNewConstHistogram(d.authDuration, st.AuthLatency.Count, st.AuthLatency.SumSeconds, buckets, backend)
-	if src.HTTPAuth != nil {
-		gauge(d.breakerOpen, boolean(src.HTTPAuth.Ready() != nil), backend)
-	}
-	if src.TokenCache != nil {
-		gauge(d.tokenCache, float64(src.TokenCache.Len()))
-	}
-	if src.Static != nil {
-		ss := src.Static.Stats()
-		counter(d.reloads, ss.Reloads, "ok")
-		counter(d.reloads, ss.ReloadFailures, "failed")
-		gauge(d.tokens, float64(ss.Tokens))
-		gauge(d.tokenFileFailing, boolean(ss.Failing))
-	}
-
-	// Messages.
-	for s := 1; s < session.NumSources; s++ {
-		counter(d.messagesIn, st.Published[s], session.Source(s).String())
-		counter(d.messageBytesIn, st.PublishedBytes[s], session.Source(s).String())
-	}
-	counter(d.publications, h.Publications)
-	counter(d.deliveries, h.Deliveries)
-	for _, r := range session.PublishRefusals {
-		counter(d.publishRefused, st.PublishRefused[r], r.String())
-	}
-	for _, r := range session.SubscribeRefusals {
-		counter(d.subscribeRefused, st.SubscribeRefused[r], r.String())
-	}
-	gauge(d.subscriptions, float64(h.Subscriptions))
-	gauge(d.groups, float64(h.Groups))
-
-	// Resumable sessions.
-	gauge(d.resumeParked, float64(st.Resume.Parked))
-	for i, r := range resume.ReplayResults {
-		counter(d.resumeReplays, st.Resume.Replays[i], r)
-	}
-	counter(d.resumeRedelivered, st.Resume.GivenBack, "given_back")
-	counter(d.resumeRedelivered, st.Resume.Lost, "lost")
-
-	// Workers: gathered on each worker, bounded by ctx.
-	var topics, retained, stale int
-	var queued int64
-	var queuedMax int
-	var delivered uint64
-	busy := false
-	for _, w := range src.Server.Hub().WorkerStats(ctx) {
-		id := strconv.Itoa(w.Worker)
-		gauge(d.inbox, float64(w.Inbox), id)
-		gauge(d.inboxPubs, float64(w.InboxPublications), id)
-		gauge(d.workerBusy, boolean(w.Busy), id)
-		busy = busy || w.Busy
-		delivered += w.DeliveredBytes // monotonic, stale or not
-		if w.Stale {
-			stale++
-			continue
-		}
-		topics += w.Topics
-		retained = max(retained, w.Retained)
-		queued += w.OutboundBytes
-		queuedMax = max(queuedMax, w.OutboundMaxBytes)
-	}
-	counter(d.deliveredBytes, delivered)
-	gauge(d.busy, boolean(busy))
-	gauge(d.unresponsive, float64(stale))
-	gauge(d.topics, float64(topics))
-	gauge(d.retained, float64(retained))
-	gauge(d.queued, float64(queued))
-	gauge(d.queuedMax, float64(queuedMax))
-	if rooms, members, watches, ok := src.Server.PresenceCounts(ctx); ok {
-		gauge(d.presenceRooms, float64(rooms))
-		gauge(d.presenceMembers, float64(members))
-		gauge(d.lobbyWatches, float64(watches))
-	}
-	if l, ok := src.Store.(interface{ Len() int }); ok {
-		gauge(d.storeMessages, float64(l.Len()))
-	}
-
-	// Between nodes.
-	up := true
-	if r, ok := src.Server.Broker().(interface{ Ready() error }); ok {
-		up = r.Ready() == nil
-	}
-	gauge(d.brokerUp, boolean(up), src.BrokerBackend)
-	stateFailing := false
-	if r, ok := src.Server.Broker().(broker.StateReporter); ok {
-		stateFailing = r.StateReady() != nil
-	}
-	gauge(d.brokerStateFailing, boolean(stateFailing))
-	counter(d.brokerDropped, st.RemoteDropped, "in")
-	if src.BrokerStats != nil {
-		bs := src.BrokerStats()
-		counter(d.brokerDropped, bs.Dropped, "out")
-		counter(d.brokerMessages, bs.Published, "out")
-		counter(d.brokerMessages, bs.Received, "in")
-		counter(d.brokerDiscarded, bs.Duplicates, "duplicate")
-		counter(d.brokerDiscarded, bs.Malformed, "malformed")
-		counter(d.brokerReconnects, bs.Reconnects)
-		counter(d.brokerState, bs.StateWrites, "write")
-		counter(d.brokerState, bs.StateDropped, "dropped")
-		counter(d.brokerState, bs.StateErrors, "error")
-		counter(d.brokerState, bs.StateMalformed, "malformed")
-		counter(d.brokerState, bs.StatePurged, "purged")
-		counter(d.brokerState, bs.StateRejoins, "rejoin")
-		counter(d.brokerNodesDown, bs.NodesDown)
-		counter(d.brokerRetained, bs.RetainedRecaptured, "recaptured")
-		counter(d.brokerRetained, bs.RetainedUnkept, "unkept")
-	}
-
-	// The user's systems.
-	if src.Webhooks != nil {
-		ws := src.Webhooks.Stats()
-		counter(d.webhooks, ws.Sent, "sent")
-		counter(d.webhooks, ws.Failed, "failed")
-		counter(d.webhooks, ws.Dropped, "dropped")
-		counter(d.webhookRetries, ws.Retried)
-	}
-	if src.Control != nil {
-		cs := src.Control.Stats()
-		counter(d.controlReports, cs.UsageReports, "usage", "ok")
-		counter(d.controlReports, cs.UsageFailures, "usage", "failed")
-		counter(d.controlReports, cs.SubscriptionReports, "subscriptions", "ok")
-		counter(d.controlReports, cs.SubscriptionFailures, "subscriptions", "failed")
-		counter(d.controlReports, cs.FailureReports, "webhook_failures", "ok")
-		counter(d.controlReports, cs.FailureReportFailures, "webhook_failures", "failed")
-		counter(d.controlDropped, cs.SubscriptionsDropped, "subscriptions")
-		counter(d.controlDropped, cs.FailuresDropped, "webhook_failures")
-		gauge(d.blockedProjects, float64(cs.BlockedProjects))
-		gauge(d.pendingProjects, float64(cs.PendingProjects))
+	if c.src.BrokerStats != nil {
+		bs := c.src.BrokerStats()
+		Counter(ch, d.BrokerDropped, bs.Dropped, "out")
+		Counter(ch, d.BrokerMessages, bs.Published, "out")
+		Counter(ch, d.BrokerMessages, bs.Received, "in")
+		Counter(ch, d.BrokerDiscarded, bs.Duplicates, "duplicate")
+		Counter(ch, d.BrokerDiscarded, bs.Malformed, "malformed")
+		Counter(ch, d.BrokerReconnects, bs.Reconnects)
+		Counter(ch, d.BrokerState, bs.StateWrites, "write")
+		Counter(ch, d.BrokerState, bs.StateDropped, "dropped")
+		Counter(ch, d.BrokerState, bs.StateErrors, "error")
+		Counter(ch, d.BrokerState, bs.StateMalformed, "malformed")
+		Counter(ch, d.BrokerState, bs.StatePurged, "purged")
+		Counter(ch, d.BrokerState, bs.StateRejoins, "rejoin")
+		Counter(ch, d.BrokerNodesDown, bs.NodesDown)
+		Counter(ch, d.BrokerRetained, bs.RetainedRecaptured, "recaptured")
+		Counter(ch, d.BrokerRetained, bs.RetainedUnkept, "unkept")
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker/local"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
@@ -58,7 +59,7 @@ type broker struct {
 func start(t *testing.T) *broker { t.Helper(); return startWith(t, nil) }
 
 // startWith is start with the server's Config changed by edit first.
-func startWith(t *testing.T, edit func(*server.Config)) *broker {
+func startWith(t *testing.T, edit func(*node.Config)) *broker {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(path, []byte(tokenFile), 0o600); err != nil {
@@ -70,26 +71,33 @@ func startWith(t *testing.T, edit func(*server.Config)) *broker {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cache := auth.NewCache(st, 30*time.Second, 1000, nil)
-	cfg := server.Config{Addr: "127.0.0.1:0", Auth: cache, RecordMessages: true,
+	cfg := node.Config{Session: session.Config{Auth: cache, RecordMessages: true},
 		Hub: hub.Config{Workers: 2, Tick: 50 * time.Millisecond, OutboundMaxBytes: 64 << 10}}
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := server.New(cfg)
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.AddReadyCheck("token_file", st.Ready)
-	if err := srv.Start(); err != nil {
+	srv, err := server.New(n, server.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	n.AddReadyCheck("token_file", st.Ready)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 	})
-	reg := metrics.NewRegistry(metrics.Sources{Server: srv, AuthBackend: "static", Static: st, TokenCache: cache,
-		BrokerBackend: "local", Version: "test"})
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{n.Metrics("static", "local"), srv, st, cache},
+		Version: "test"})
 	hs := httptest.NewServer(metrics.Handler(reg))
 	t.Cleanup(hs.Close)
 	return &broker{srv: srv, st: st, path: path, metrics: hs.URL}
@@ -272,7 +280,7 @@ func TestRateLimitedPublishIsCounted(t *testing.T) {
 // kraken_subscribe_refused_total{reason="too_many_subscriptions"}, once per
 // refusal; each metric carries its own reasons and no other.
 func TestSubscriptionCapIsCounted(t *testing.T) {
-	b := startWith(t, func(c *server.Config) { c.Hub.MaxSubscriptions = 2 })
+	b := startWith(t, func(c *node.Config) { c.Hub.MaxSubscriptions = 2 })
 	p := testpeer.Dial(t, b.srv.Addr().String())
 	p.Auth("tok-sub")
 	for _, topic := range []string{"demo/a", "demo/b"} {
@@ -325,7 +333,7 @@ func TestSlowConsumerIsCounted(t *testing.T) {
 		t.Fatalf("slow_consumers_total = %v before the flood", v)
 	}
 	payload := make([]byte, 8<<10)
-	for i := 0; b.srv.Hub().Stats().SlowConsumers == 0; i++ {
+	for i := 0; b.srv.Node().Hub().Stats().SlowConsumers == 0; i++ {
 		if i == 5000 {
 			t.Fatal("no slow consumer after 5000 messages of 8 KiB")
 		}
@@ -459,8 +467,8 @@ func TestLabelsAreBounded(t *testing.T) {
 // kraken_connections series (it holds no socket); resuming it counts a
 // complete replay and empties the gauge.
 func TestParkedSessionsAreCountedApart(t *testing.T) {
-	b := startWith(t, func(c *server.Config) {
-		c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute}
+	b := startWith(t, func(c *node.Config) {
+		c.Session.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute}
 	})
 	p := testpeer.Dial(t, b.srv.Addr().String())
 	p.Auth("tok-sub")
@@ -492,7 +500,7 @@ func TestBrokerCountersLandOnTheirLabels(t *testing.T) {
 	bs := metrics.BrokerStats{Published: 1, Dropped: 2, Received: 3, Duplicates: 4, Malformed: 5, Reconnects: 6,
 		StateWrites: 7, StateDropped: 8, StateErrors: 9, StateMalformed: 10, StatePurged: 11, StateRejoins: 12,
 		NodesDown: 13, RetainedRecaptured: 14, RetainedUnkept: 15}
-	reg := metrics.NewRegistry(metrics.Sources{Server: b.srv, BrokerBackend: "nats", Version: "test",
+	reg := metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{b.srv.Node().Metrics("", "nats"), b.srv}, Version: "test",
 		BrokerStats: func() metrics.BrokerStats { return bs }})
 	hs := httptest.NewServer(metrics.Handler(reg))
 	t.Cleanup(hs.Close)
@@ -543,7 +551,7 @@ func (b *stateBroker) StateReady() error {
 // leaves kraken_broker_up at 1; both turn back with it.
 func TestStateFailingClearsReady(t *testing.T) {
 	sb := &stateBroker{}
-	b := startWith(t, func(c *server.Config) { c.Broker = sb })
+	b := startWith(t, func(c *node.Config) { c.Session.Broker = sb })
 	fams := b.scrape(t)
 	if value(t, fams, "kraken_broker_state_failing") != 0 || value(t, fams, "kraken_ready") != 1 {
 		t.Fatal("failing or not ready before the state fails")

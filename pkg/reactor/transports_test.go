@@ -17,7 +17,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -171,7 +173,7 @@ func TestPausedSocketResumes(t *testing.T) {
 			n := startNode(t, 0, func(c *hub.Config) { c.Workers = 1; c.MaxPendingPublications = 64 })
 			sub := n.subscriber(t)
 			c := tr.dial(t, n)
-			h := n.ws.Hub()
+			h := n.ws.Node().Hub()
 			release, blocked := make(chan struct{}), make(chan struct{})
 			h.RunShared(func(hub.Writer) { close(blocked); <-release }) // the only worker is busy
 			<-blocked
@@ -228,34 +230,38 @@ func startNode(t *testing.T, backlog int, mutate func(*hub.Config)) *node {
 			ActorType: "user", Rules: acl.Rules{{Pattern: "demo/general/#", Topic: "demo-general",
 				Permission: acl.PermPubSub, RoomID: "room-general", RoomSlug: "general", AppID: "demo-app"}}}
 	}
-	cfg := server.Config{Addr: "127.0.0.1:0", Auth: tokens{"alice": grant("alice"), "bob": grant("bob")},
-		MaxInputBacklog: backlog, RateLimit: 1 << 20, ErrorFloodLimit: 1 << 30,
+	cfg := knode.Config{Session: session.Config{Auth: tokens{"alice": grant("alice"), "bob": grant("bob")},
+		RateLimit: 1 << 20, ErrorFloodLimit: 1 << 30},
 		Hub: hub.Config{Workers: 2, Tick: 20 * time.Millisecond}}
 	if mutate != nil {
 		mutate(&cfg.Hub)
 	}
-	s, err := server.New(cfg)
+	n, err := knode.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := listener.New(listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT,
-		MaxInputBacklog: backlog})
+	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Start(); err != nil {
+	l, err := listener.New(n, listener.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		l.Drain()
-		_ = s.Shutdown(ctx)
-		_ = l.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 	})
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
 	return &node{ws: s, mqtt: l}
 }
 
@@ -272,7 +278,7 @@ func (n *node) subscriber(t *testing.T) *testpeer.Peer {
 // waitClosed waits until the node counted one close for r.
 func (n *node) waitClosed(t *testing.T, r disconnect.Reason) {
 	t.Helper()
-	waitFor(t, func() bool { return n.ws.Hub().Stats().Closed[r] == 1 })
+	waitFor(t, func() bool { return n.ws.Node().Hub().Stats().Closed[r] == 1 })
 }
 
 // expectMessage reads the next frame of sub: a `message` on topic with

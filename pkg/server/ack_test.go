@@ -14,7 +14,7 @@ import (
 func TestAcksAreRecorded(t *testing.T) {
 	ms := memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = ms.Close() })
-	s := start(t, func(c *Config) { c.Store = ms })
+	s := start(t, func(c *testConfig) { c.Store = ms })
 	bob := authed(t, s, "dev-token-bob")
 	subscribe(t, bob, "demo/general/acks")
 	alice := authed(t, s, "dev-token-alice")
@@ -46,7 +46,7 @@ func TestAcksAreRecorded(t *testing.T) {
 // TestRecordingOff checks §6.4: without RECORD_MESSAGES messages carry
 // neither msgId nor requiresAck.
 func TestRecordingOff(t *testing.T) {
-	s := start(t, func(c *Config) { c.RecordMessages = false })
+	s := start(t, func(c *testConfig) { c.RecordMessages = false })
 	bob := authed(t, s, "dev-token-bob")
 	subscribe(t, bob, "demo/general/x")
 	alice := authed(t, s, "dev-token-alice")

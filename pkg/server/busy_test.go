@@ -15,7 +15,7 @@ import (
 // control, TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind),
 // and publishing works again once the worker catches up.
 func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.RateLimit = 1000
 		c.Hub.MaxPendingPublications = 1
 		c.Hub.Workers = 1
@@ -27,7 +27,7 @@ func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
 	release := make(chan struct{})
 	blocked := make(chan struct{})
 	// Hold the only worker so publications pile up behind it.
-	s.Hub().RunShared(func(hub.Writer) { close(blocked); <-release })
+	s.hub.RunShared(func(hub.Writer) { close(blocked); <-release })
 	<-blocked
 	// Both in one write, read together: the second finds the worker full.
 	alice.SendRaw(append(binFrame("type", "publish", "topic", "demo/general/busy", "data", 1, "msgRef", "a"),
@@ -41,11 +41,11 @@ func TestPublishWhileWorkersAreBehindIsRefused(t *testing.T) {
 		t.Errorf("the busy refusal has a limit: %v", busy)
 	}
 	// The reader pauses the socket once it has handled what it read.
-	waitFor(t, 5*time.Second, func() bool { return s.Hub().InputPauses() > 0 })
+	waitFor(t, 5*time.Second, func() bool { return s.hub.InputPauses() > 0 })
 	close(release)
 
 	bob.ExpectFields("type", "message", "data", 1)
-	waitFor(t, 5*time.Second, func() bool { return !s.Hub().Busy() })
+	waitFor(t, 5*time.Second, func() bool { return !s.hub.Busy() })
 	alice.Send("type", "publish", "topic", "demo/general/busy", "data", 3, "msgRef", "c")
 	alice.ExpectFields("type", "published", "msgRef", "c")
 	bob.ExpectFields("type", "message", "data", 3)

@@ -122,12 +122,12 @@ func limitedPresenceTokens(limit int) tokens {
 }
 
 func TestPresenceAcrossNodes(t *testing.T) {
-	nodes := cluster(t, 3, func(c *Config) { c.Auth = presenceTokens() })
-	presenceAcrossNodes(t, nodes, func(i int) { _ = nodes[i].cfg.Broker.Close() })
+	nodes := cluster(t, 3, func(c *testConfig) { c.Auth = presenceTokens() })
+	presenceAcrossNodes(t, nodes, func(i int) { _ = nodes[i].node.Broker().Close() })
 }
 
 func TestConnectionLimitAcrossNodes(t *testing.T) {
-	nodes := cluster(t, 3, func(c *Config) { c.Auth = limitedPresenceTokens(3) })
+	nodes := cluster(t, 3, func(c *testConfig) { c.Auth = limitedPresenceTokens(3) })
 	connectionLimitAcrossNodes(t, nodes)
 }
 

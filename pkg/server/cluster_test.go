@@ -15,8 +15,8 @@ import (
 // the publishing node still happens once.
 func TestTwoNodesShareMessagesThroughTheBrokerSlot(t *testing.T) {
 	b := &membus.Bus{}
-	nodeA := start(t, func(c *Config) { c.Broker = b.Node("a"); c.NodeID = "a" })
-	nodeB := start(t, func(c *Config) { c.Broker = b.Node("b"); c.NodeID = "b" })
+	nodeA := start(t, func(c *testConfig) { c.Broker = b.Node("a"); c.NodeID = "a" })
+	nodeB := start(t, func(c *testConfig) { c.Broker = b.Node("b"); c.NodeID = "b" })
 
 	bobOnB := authed(t, nodeB, "dev-token-bob")
 	subscribe(t, bobOnB, "demo/general/+")
@@ -36,12 +36,12 @@ func TestTwoNodesShareMessagesThroughTheBrokerSlot(t *testing.T) {
 }
 
 // cluster starts n nodes joined by one in-memory bus.
-func cluster(t *testing.T, n int, mutate func(*Config)) []*Server {
+func cluster(t *testing.T, n int, mutate func(*testConfig)) []*Server {
 	b := &membus.Bus{}
 	var nodes []*Server
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("node%d", i)
-		nodes = append(nodes, start(t, func(c *Config) {
+		nodes = append(nodes, start(t, func(c *testConfig) {
 			c.Broker, c.NodeID = b.Node(id), id
 			if mutate != nil {
 				mutate(c)
@@ -55,7 +55,7 @@ func cluster(t *testing.T, n int, mutate func(*Config)) []*Server {
 // message exactly once cluster-wide, every member a share; a broadcast
 // subscriber on another node gets every message.
 func TestGroupAcrossNodesGetsEachMessageOnce(t *testing.T) {
-	nodes := cluster(t, 3, func(c *Config) { c.RateLimit = 1000 })
+	nodes := cluster(t, 3, func(c *testConfig) { c.RateLimit = 1000 })
 	var members []*testpeer.Peer
 	for _, n := range nodes {
 		p := authed(t, n, "dev-token-bob")

@@ -47,7 +47,7 @@ func TestRetainedMessageAfterSubscribed(t *testing.T) {
 // TestLoadBalancedRoundRobin checks §6.8 / OQ-34: 30 messages over a group of
 // 3 give each member exactly 10, while a broadcast subscriber gets all 30.
 func TestLoadBalancedRoundRobin(t *testing.T) {
-	s := start(t, func(c *Config) { c.RateLimit = 1000 })
+	s := start(t, func(c *testConfig) { c.RateLimit = 1000 })
 	addr := s.Addr().String()
 	var members []*testpeer.Peer
 	for i := 0; i < 3; i++ {
@@ -133,7 +133,7 @@ func TestFilteredSubscriptions(t *testing.T) {
 // load-balanced subscribe, retained publish and close on one topic from
 // many connections (run under -race); afterwards every table is empty.
 func TestConcurrentSubscribePublishClose(t *testing.T) {
-	s := start(t, func(c *Config) { c.RateLimit = 100000 })
+	s := start(t, func(c *testConfig) { c.RateLimit = 100000 })
 	addr := s.Addr().String()
 	done := make(chan struct{})
 	for g := 0; g < 8; g++ {
@@ -162,7 +162,7 @@ func TestConcurrentSubscribePublishClose(t *testing.T) {
 		<-done
 	}
 	waitFor(t, 10*time.Second, func() bool {
-		st := s.Hub().Stats()
+		st := s.hub.Stats()
 		return st.Connections == 0 && st.Subscriptions == 0 && st.Groups == 0
 	})
 }

@@ -48,12 +48,12 @@
 //
 // # What it counts and logs
 //
-// stats.go holds the counters pkg/metrics reads (Server.Stats): plain
-// atomics in fixed arrays indexed by small enums (Handshake, Transport),
-// beside the session's (session.Stats: auth outcomes, refusals, accepted
-// publishes), touched per request or per publish, never per delivery. The
-// session logs every refusal with its reason code, the connection id, the
-// peer's address and the actor: the first of a kind on a connection at
-// info, the rest at debug. Server.NotReady is the readiness answer of
-// /ready (ready.go).
+// stats.go holds the server's own counters (Server.Stats): plain atomics
+// in a fixed array indexed by a small enum (Handshake), touched per
+// request, never per delivery; the connections and closes by transport
+// are the node's (node.Node.Stats), and so are the session's counters.
+// The session logs every refusal with its reason code, the connection id,
+// the peer's address and the actor: the first of a kind on a connection at
+// info, the rest at debug. /ready answers the node's readiness
+// (node.Node.NotReady).
 package server

@@ -80,7 +80,7 @@ func TestEveryRefusedSubscribeIsAnswered(t *testing.T) {
 // A client provoking errors far past any honest rate is closed with 1008
 // too_many_errors, after the answers it was owed: never left waiting.
 func TestErrorFloodIsClosedAfterItsAnswers(t *testing.T) {
-	s := startWith(t, fastTokens(5), func(c *Config) { c.ErrorFloodLimit = 20 })
+	s := startWith(t, fastTokens(5), func(c *testConfig) { c.ErrorFloodLimit = 20 })
 	alice := authed(t, s, "dev-token-alice")
 	alignToSecond()
 	replies := 0

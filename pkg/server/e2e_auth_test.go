@@ -158,7 +158,7 @@ func TestAuthSecondAuthIsRefusedAndSessionKept(t *testing.T) {
 
 func TestAuthDeadlineClosesWith4008(t *testing.T) {
 	const deadline = 300 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.AuthTimeout = deadline })
+	s := start(t, func(c *testConfig) { c.Hub.AuthTimeout = deadline })
 	began := time.Now()
 	p := testpeer.Dial(t, s.Addr().String())
 	expectCloseCode(t, p, 4008, "auth_timeout")
@@ -169,7 +169,7 @@ func TestAuthDeadlineClosesWith4008(t *testing.T) {
 
 func TestAuthDeadlineSparesAuthenticatedConnections(t *testing.T) {
 	const deadline = 200 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.AuthTimeout = deadline })
+	s := start(t, func(c *testConfig) { c.Hub.AuthTimeout = deadline })
 	p := authed(t, s, "dev-token-alice")
 	p.ExpectNothing(3 * deadline)
 	expectPong(t, p)

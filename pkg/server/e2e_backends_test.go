@@ -34,7 +34,7 @@ func startWithControl(t *testing.T, interval time.Duration) (*Server, *controlte
 		SubscriptionInterval: 20 * time.Millisecond})
 	b.Start()
 	t.Cleanup(func() { _ = b.Close(t.Context()); _ = hc.Close() })
-	s := start(t, func(c *Config) { c.Control = b })
+	s := start(t, func(c *testConfig) { c.Control = b })
 	return s, cs, b
 }
 
@@ -155,7 +155,7 @@ func TestWebhooksHydrateAndTrigger(t *testing.T) {
 	d := webhook.New(webhook.Config{Backoff: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond},
 		OnFailure: b.RecordWebhookFailure})
 	t.Cleanup(func() { _ = d.Close(t.Context()); _ = b.Close(t.Context()); _ = hc.Close() })
-	s := startWith(t, auth.NewCache(hb, 30*time.Second, 100, nil), func(c *Config) { c.Webhooks, c.Control = d, b })
+	s := startWith(t, auth.NewCache(hb, 30*time.Second, 100, nil), func(c *testConfig) { c.Webhooks, c.Control = d, b })
 
 	bob := authed(t, s, "tok-bob")
 	subscribe(t, bob, "demo/general/history")

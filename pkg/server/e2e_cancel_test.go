@@ -158,7 +158,7 @@ func TestShutdownCancelsTheAuthCallInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	began := time.Now()
-	if err := s.Shutdown(ctx); err != nil {
+	if err := s.node.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	svc.waitCancelled(t, "/v1/kraken/validate", began)

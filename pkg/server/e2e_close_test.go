@@ -19,7 +19,7 @@ import (
 // more setup than a row.
 
 func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
-	fast := func(c *Config) {
+	fast := func(c *testConfig) {
 		c.Hub.IdleTimeout = 300 * time.Millisecond
 		c.Hub.AuthTimeout = 300 * time.Millisecond
 		c.Hub.FrameTimeout = 300 * time.Millisecond
@@ -38,7 +38,7 @@ func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 		}},
 		{disconnect.Shutdown, 1012, "server shutting down", func(t *testing.T, s *Server) *testpeer.Peer {
 			p := authed(t, s, "dev-token-alice")
-			go func() { _ = s.Shutdown(context.Background()) }()
+			go func() { _ = s.node.Shutdown(context.Background()) }()
 			return p
 		}},
 		{disconnect.IdleTimeout, 4000, "idle_timeout", func(t *testing.T, s *Server) *testpeer.Peer {
@@ -99,7 +99,7 @@ func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 			expectCloseCode(t, p, tt.code, tt.text)
 			p.ExpectEOF(5 * time.Second)
 			if tt.reason != disconnect.Shutdown {
-				waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().Closed[tt.reason] == 1 })
+				waitFor(t, 2*time.Second, func() bool { return s.hub.Stats().Closed[tt.reason] == 1 })
 			}
 		})
 	}
@@ -110,7 +110,7 @@ func TestEveryCloseReasonSendsItsCodeAndText(t *testing.T) {
 // timeout.
 func TestTricklingFrameIsClosedAfterTheFrameTimeout(t *testing.T) {
 	const bound = 2 * time.Second
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.Hub.FrameTimeout = bound
 		c.Hub.IdleTimeout = 10 * time.Second
 	})
@@ -145,7 +145,7 @@ func TestTricklingFrameIsClosedAfterTheFrameTimeout(t *testing.T) {
 // do not reset it, and the frame in progress closes with 1008.
 func TestTrickledBytesDoNotResetTheIdleTimer(t *testing.T) {
 	const idle = 1200 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
+	s := start(t, func(c *testConfig) { c.Hub.IdleTimeout = idle })
 	p := authed(t, s, "dev-token-alice")
 	began := time.Now()
 	p.SendRaw(rawHeader(0x82, 125))
@@ -170,7 +170,7 @@ func TestTrickledBytesDoNotResetTheIdleTimer(t *testing.T) {
 // between its fragments: pings keep the connection alive, not the message.
 func TestFragmentedMessageThatNeverEndsIsClosed(t *testing.T) {
 	const bound = 600 * time.Millisecond
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.Hub.FrameTimeout = bound
 		c.Hub.IdleTimeout = 10 * time.Second
 	})
@@ -195,7 +195,7 @@ func TestFragmentedMessageThatNeverEndsIsClosed(t *testing.T) {
 // A frame that arrives in pieces within the bound is served normally, and
 // only complete frames keep the connection alive.
 func TestSlowButCompleteFrameIsServed(t *testing.T) {
-	s := start(t, func(c *Config) { c.Hub.FrameTimeout = 2 * time.Second })
+	s := start(t, func(c *testConfig) { c.Hub.FrameTimeout = 2 * time.Second })
 	p := authed(t, s, "dev-token-alice")
 	f := binFrame("type", "publish", "topic", "demo/general/slow", "data", "ok", "msgRef", "slow")
 	third := len(f) / 3
@@ -229,7 +229,7 @@ func TestOversizedFrameCloseReachesAClientStillWriting(t *testing.T) {
 // The slow consumer is told: its queue is cut, and the 1008 slow_consumer
 // close frame follows what the kernel already holds, once it reads again.
 func TestSlowConsumerReadsItsCloseFrame(t *testing.T) {
-	s := startWith(t, fastTokens(1_000_000), func(c *Config) {
+	s := startWith(t, fastTokens(1_000_000), func(c *testConfig) {
 		c.Hub.OutboundMaxBytes = 64 << 10
 		c.Hub.CloseTimeout = 5 * time.Second
 	})
@@ -237,7 +237,7 @@ func TestSlowConsumerReadsItsCloseFrame(t *testing.T) {
 	subscribe(t, slow, "demo/general/flood")
 	pub := authed(t, s, "dev-token-alice")
 	payload := make([]byte, 8<<10)
-	for i := 0; s.Hub().Stats().SlowConsumers == 0; i++ {
+	for i := 0; s.hub.Stats().SlowConsumers == 0; i++ {
 		if i == 5000 {
 			t.Fatal("no slow consumer after 5000 messages of 8 KiB")
 		}

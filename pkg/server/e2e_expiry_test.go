@@ -59,7 +59,7 @@ func (a *expiringAuthService) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 }
 
 // revalidateOften makes the server revalidate every session every 100 ms.
-func revalidateOften(c *Config) { c.Hub.RevalidateInterval = 100 * time.Millisecond }
+func revalidateOften(c *testConfig) { c.Hub.RevalidateInterval = 100 * time.Millisecond }
 
 // A connection is closed with 4003 token_expired once the expiry the auth
 // service gave its token passes, not before; the revalidations meanwhile,

@@ -171,7 +171,7 @@ func TestFragmentedMessageWithAnInterleavedPingIsReassembled(t *testing.T) {
 }
 
 func TestFragmentsAddingUpOverTheCapClose1009(t *testing.T) {
-	s := start(t, func(c *Config) { c.MaxFrameSize = 4096 })
+	s := start(t, func(c *testConfig) { c.MaxFrameSize = 4096 })
 	p := authed(t, s, "dev-token-alice")
 	p.SendFrame(ws.NewFrame(ws.OpBinary, false, make([]byte, 3000)))
 	p.SendFrame(ws.NewFrame(ws.OpContinuation, true, make([]byte, 3000)))
@@ -207,7 +207,7 @@ func TestSeveralFramesInOneWriteAreAllProcessedInOrder(t *testing.T) {
 // Python SDK fails a pending subscribe when an error frame for its topic
 // arrives (decisions.md OQ-55), so the order is visible.
 func TestRepliesFollowRequestOrder(t *testing.T) {
-	s := start(t, func(c *Config) { c.MaxMessageSize = 10 })
+	s := start(t, func(c *testConfig) { c.MaxMessageSize = 10 })
 	p := authed(t, s, "dev-token-alice")
 	var b []byte
 	b = append(b, binFrame("type", "subscribe", "topic", "demo/general/order")...)

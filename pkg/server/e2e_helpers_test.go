@@ -39,9 +39,9 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() bool) {
 }
 
 // startWith runs a server whose Authenticator is a, then applies mutate.
-func startWith(t testing.TB, a auth.Authenticator, mutate func(*Config)) *Server {
+func startWith(t testing.TB, a auth.Authenticator, mutate func(*testConfig)) *Server {
 	t.Helper()
-	return start(t, func(c *Config) {
+	return start(t, func(c *testConfig) {
 		c.Auth = a
 		if mutate != nil {
 			mutate(c)

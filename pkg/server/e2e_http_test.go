@@ -156,7 +156,7 @@ func TestHTTPUnterminatedOversizedRequestHeaderIs431(t *testing.T) {
 
 func TestHTTPIncompleteRequestIsClosedAfterHandshakeDeadline(t *testing.T) {
 	const deadline = 300 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.HandshakeTimeout = deadline })
+	s := start(t, func(c *testConfig) { c.Hub.HandshakeTimeout = deadline })
 	conn := dialTCP(t, s)
 	began := time.Now()
 	if _, err := conn.Write([]byte("GET /ws HTTP/1.1\r\nHost: kraken.test\r\n")); err != nil {
@@ -169,7 +169,7 @@ func TestHTTPIncompleteRequestIsClosedAfterHandshakeDeadline(t *testing.T) {
 	if len(out) > 0 && !strings.HasPrefix(string(out), "HTTP/1.1 4") {
 		t.Fatalf("answer before close = %q, want nothing or a 4xx", out)
 	}
-	waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().IdleClosed >= 1 })
+	waitFor(t, 2*time.Second, func() bool { return s.hub.Stats().IdleClosed >= 1 })
 }
 
 func TestHTTPUpgradeIgnoresTheQueryString(t *testing.T) {

@@ -67,7 +67,7 @@ func (a *slowAuthService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func startWithHTTPAuth(t *testing.T, svc http.Handler, mutate func(*Config)) *Server {
+func startWithHTTPAuth(t *testing.T, svc http.Handler, mutate func(*testConfig)) *Server {
 	t.Helper()
 	ts := httptest.NewServer(svc)
 	t.Cleanup(ts.Close)
@@ -154,7 +154,7 @@ func TestReconnectStormMakesOneAuthCallPerToken(t *testing.T) {
 	}
 	const conns, tokens = 5000, 50
 	svc := &slowAuthService{delay: 50 * time.Millisecond, calls: map[string]int{}}
-	s := startWithHTTPAuth(t, svc, func(c *Config) {
+	s := startWithHTTPAuth(t, svc, func(c *testConfig) {
 		c.RateLimit = 1000
 		c.Hub.HandshakeTimeout = time.Minute
 		c.Hub.AuthTimeout = time.Minute

@@ -40,7 +40,7 @@ func postInternal(t *testing.T, s *Server, auth, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func withSecret(c *Config) { c.InternalSecret = testInternalSecret }
+func withSecret(c *testConfig) { c.InternalSecret = testInternalSecret }
 
 func TestInternalPublishReachesSubscribers(t *testing.T) {
 	s := start(t, withSecret)
@@ -119,7 +119,7 @@ func TestInternalPublishStatuses(t *testing.T) {
 }
 
 func TestInternalPublishBodyBounds(t *testing.T) {
-	s := start(t, func(c *Config) { withSecret(c); c.MaxInternalBody = 64 })
+	s := start(t, func(c *testConfig) { withSecret(c); c.MaxInternalBody = 64 })
 	code, body := postInternal(t, s, "Bearer "+testInternalSecret,
 		`{"topic":"demo-app/demo/general/x","payload":"`+strings.Repeat("x", 100)+`"}`)
 	if code != 413 || body != `{"error":"body_too_large","detail":"body too large","maxBytes":64}` {
@@ -146,7 +146,7 @@ func TestInternalPublishBodyBounds(t *testing.T) {
 // length is waited for and then answered 408 (the handshake deadline), and
 // two Authorization fields are not a secret.
 func TestInternalPublishFramingRFC9112(t *testing.T) {
-	s := start(t, func(c *Config) { withSecret(c); c.Hub.HandshakeTimeout = time.Second })
+	s := start(t, func(c *testConfig) { withSecret(c); c.Hub.HandshakeTimeout = time.Second })
 	bob := authed(t, s, "dev-token-bob")
 	subscribe(t, bob, "demo/general/framing")
 	const head = "POST /internal/publish HTTP/1.1\r\nHost: k\r\nAuthorization: Bearer " + testInternalSecret + "\r\n"
@@ -196,7 +196,7 @@ func TestInternalPublishFramingRFC9112(t *testing.T) {
 // right header (OQ-26, OQ-64).
 func TestInternalPublishDisabledWithoutARealSecret(t *testing.T) {
 	for _, secret := range []string{"", DefaultInternalSecret} {
-		s := start(t, func(c *Config) { c.InternalSecret = secret })
+		s := start(t, func(c *testConfig) { c.InternalSecret = secret })
 		code, body := postInternal(t, s, "Bearer "+secret, `{"topic":"demo-app/demo/general/x","payload":1}`)
 		if code != 404 || body != `{"error":"not_found"}` {
 			t.Fatalf("secret %q: = %d %s, want 404", secret, code, body)
@@ -250,7 +250,7 @@ func TestInternalPublishToAClientTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, func(c *Config) { withSecret(c); c.Auth = tokenFileAuth(t, string(demo)) })
+	s := start(t, func(c *testConfig) { withSecret(c); c.Auth = tokenFileAuth(t, string(demo)) })
 	bob := authed(t, s, "dev-token-bob")
 	subscribe(t, bob, "demo/general/messages")
 	wild := authed(t, s, "dev-token-alice")
@@ -285,7 +285,7 @@ func TestInternalPublishToAClientTopic(t *testing.T) {
       "actorTokenId": "carol", "allowedTopics": [{"pattern": "demo/#", "permission": "pubSub", "app_id": "other-app"}]
     },
     "dev-token-bob": {`, 1)
-	s2 := start(t, func(c *Config) { withSecret(c); c.Auth = tokenFileAuth(t, two) })
+	s2 := start(t, func(c *testConfig) { withSecret(c); c.Auth = tokenFileAuth(t, two) })
 	code, body = postInternal(t, s2, "Bearer "+testInternalSecret, `{"topic":"demo/general/messages","payload":1}`)
 	if code != 409 || body != `{"error":"ambiguous_topic","detail":"tokens in force route this topic to different keys: `+
 		`send one of them as topic, or pattern and appId","candidates":["demo-app/demo/general/messages","other-app/demo/general/messages"]}` {

@@ -122,7 +122,7 @@ func TestMessageTooLargeUsesTheTokenLimit(t *testing.T) {
 }
 
 func TestMessageTooLargeUsesTheServerLimitWhenTheTokenHasNone(t *testing.T) {
-	s := start(t, func(c *Config) { c.MaxMessageSize = 500 })
+	s := start(t, func(c *testConfig) { c.MaxMessageSize = 500 })
 	p := authed(t, s, "dev-token-alice")
 	p.Send("type", "publish", "topic", "demo/general/big", "data", testpeer.Raw(binOfSize(501)))
 	p.ExpectFields("type", "error", "code", 42930, "error", "message_too_large", "maxSizeBytes", 500)
@@ -172,7 +172,7 @@ func TestErrorFramesAreCappedPerSecond(t *testing.T) {
 }
 
 func TestFrameDeclaringMoreThanTheCapClosesWith1009(t *testing.T) {
-	s := start(t, func(c *Config) { c.MaxFrameSize = 4096 })
+	s := start(t, func(c *testConfig) { c.MaxFrameSize = 4096 })
 	p := authed(t, s, "dev-token-alice")
 	// Only the header: the payload never comes, the server must not wait.
 	p.SendRaw(rawHeader(0x82, 4097))
@@ -189,7 +189,7 @@ func TestFrameDeclaringAHugeLengthClosesWith1009(t *testing.T) {
 
 func TestFrameAtTheCapIsAccepted(t *testing.T) {
 	const limit = 4096
-	s := start(t, func(c *Config) { c.MaxFrameSize = limit })
+	s := start(t, func(c *testConfig) { c.MaxFrameSize = limit })
 	p := authed(t, s, "dev-token-alice")
 	var msg []byte
 	for n := limit; len(msg) != limit; n-- {

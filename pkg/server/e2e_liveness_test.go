@@ -17,7 +17,7 @@ import (
 
 func TestIdleConnectionIsClosedWithIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
+	s := start(t, func(c *testConfig) { c.Hub.IdleTimeout = idle })
 	p := authed(t, s, "dev-token-alice")
 	began := time.Now()
 	expectCloseCode(t, p, disconnect.IdleTimeout.Code(), "idle_timeout")
@@ -25,18 +25,18 @@ func TestIdleConnectionIsClosedWithIdleTimeout(t *testing.T) {
 		t.Fatalf("closed after %v, before the %v idle timeout", elapsed, idle)
 	}
 	p.ExpectEOF(5 * time.Second)
-	waitFor(t, 2*time.Second, func() bool { return s.Hub().Stats().IdleClosed >= 1 })
+	waitFor(t, 2*time.Second, func() bool { return s.hub.Stats().IdleClosed >= 1 })
 }
 
 func TestIdleTimeoutAppliesBeforeAuth(t *testing.T) {
-	s := start(t, func(c *Config) { c.Hub.IdleTimeout = 300 * time.Millisecond })
+	s := start(t, func(c *testConfig) { c.Hub.IdleTimeout = 300 * time.Millisecond })
 	p := testpeer.Dial(t, s.Addr().String())
 	expectCloseCode(t, p, disconnect.IdleTimeout.Code(), "idle_timeout")
 }
 
 func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	s := start(t, func(c *Config) { c.Hub.IdleTimeout = idle })
+	s := start(t, func(c *testConfig) { c.Hub.IdleTimeout = idle })
 	p := authed(t, s, "dev-token-alice")
 	for until := time.Now().Add(3 * idle); time.Now().Before(until); {
 		p.SendBinary(nil)
@@ -49,7 +49,7 @@ func TestHeartbeatsKeepTheConnectionAlive(t *testing.T) {
 }
 
 func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
-	s := startWith(t, fastTokens(1_000_000), func(c *Config) { c.Hub.OutboundMaxBytes = 64 << 10 })
+	s := startWith(t, fastTokens(1_000_000), func(c *testConfig) { c.Hub.OutboundMaxBytes = 64 << 10 })
 	slow := testpeer.Dial(t, s.Addr().String())
 	slow.Auth("dev-token-bob")
 	subscribe(t, slow, "demo/general/flood")
@@ -61,7 +61,7 @@ func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 	sent := 0
 	// Lockstep with the normal subscriber: it never has more than one
 	// message queued, while the slow one (which reads nothing) piles up.
-	for s.Hub().Stats().SlowConsumers == 0 {
+	for s.hub.Stats().SlowConsumers == 0 {
 		if sent == 5000 {
 			t.Fatalf("no slow consumer after %d messages of 8 KiB", sent)
 		}
@@ -75,7 +75,7 @@ func TestSlowConsumerIsClosedWhileOthersKeepReceiving(t *testing.T) {
 	// The server has closed the socket: what the kernel buffered drains, then
 	// EOF (a close frame cannot be promised, the socket being full).
 	expectClosedBy(t, slow.Conn, slow.Conn, 10*time.Second)
-	if got := s.Hub().Stats().SlowConsumers; got != 1 {
+	if got := s.hub.Stats().SlowConsumers; got != 1 {
 		t.Fatalf("SlowConsumers = %d, want 1 (the normal subscriber kept up)", got)
 	}
 	pub.Send("type", "publish", "topic", "demo/general/flood", "data", "after")
@@ -91,7 +91,7 @@ func TestShutdownClosesConnectionsWith1012(t *testing.T) {
 	authenticated := authed(t, s, "dev-token-alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
+	if err := s.node.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	expectCloseCode(t, authenticated, 1012, "server shutting down")

@@ -61,17 +61,17 @@ func (d *severableDialer) sever() {
 func TestNATSClusterPresenceAndLobbies(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
 	cut := &severableDialer{}
-	a, _ := natsNodeWith(t, servers, 0, func(c *Config) { c.Auth = presenceTokens() },
+	a, _ := natsNodeWith(t, servers, 0, func(c *testConfig) { c.Auth = presenceTokens() },
 		func(bc *natsbroker.Config) { bc.Options = []nats.Option{nats.SetCustomDialer(cut)} })
-	b, _ := natsNode(t, servers, 1, func(c *Config) { c.Auth = presenceTokens() })
-	c, _ := natsNode(t, servers, 2, func(c *Config) { c.Auth = presenceTokens() })
+	b, _ := natsNode(t, servers, 1, func(c *testConfig) { c.Auth = presenceTokens() })
+	c, _ := natsNode(t, servers, 2, func(c *testConfig) { c.Auth = presenceTokens() })
 	presenceAcrossNodes(t, []*Server{a, b, c}, func(int) { cut.sever() })
 }
 
 // An organisation limit of 3 connections holds across three nodes on NATS.
 func TestNATSClusterConnectionLimit(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	nodes, _ := natsNodes(t, servers, func(c *Config) { c.Auth = limitedPresenceTokens(3) })
+	nodes, _ := natsNodes(t, servers, func(c *testConfig) { c.Auth = limitedPresenceTokens(3) })
 	connectionLimitAcrossNodes(t, nodes)
 }
 
@@ -141,7 +141,7 @@ func awaitFrame(t *testing.T, p *testpeer.Peer, within time.Duration, kv ...any)
 // failing returns the reason named name among s's failing readiness
 // checks, or nil.
 func failing(s *Server, name string) error {
-	for _, r := range s.NotReady() {
+	for _, r := range s.node.NotReady() {
 		if r.Name == name {
 			return r.Err
 		}
@@ -174,7 +174,7 @@ func aroundStateLeader(t *testing.T, replicas int) *stateCluster {
 // node starts a node on server i, named id ("" for node<i>).
 func (sc *stateCluster) node(t *testing.T, i int, id string) *Server {
 	t.Helper()
-	n, _ := natsNodeWith(t, sc.servers, i, func(cfg *Config) {
+	n, _ := natsNodeWith(t, sc.servers, i, func(cfg *testConfig) {
 		cfg.Auth = presenceTokens()
 		if id != "" {
 			cfg.NodeID = id
@@ -227,7 +227,7 @@ func TestNATSClusterStateWhenAServerStops(t *testing.T) {
 			return len(items) == 2
 		})
 		waitFor(t, patience, func() bool {
-			return a.NotReady() == nil && c.NotReady() == nil && late.NotReady() == nil
+			return a.node.NotReady() == nil && c.node.NotReady() == nil && late.node.NotReady() == nil
 		})
 		t.Logf("a node started after server B stopped lists both members; every node ready %v after the stop",
 			time.Since(stopped).Round(time.Millisecond))
@@ -248,8 +248,8 @@ func TestNATSClusterStateWhenAServerStops(t *testing.T) {
 		alice := authed(t, c, "dev-token-alice")
 		alice.Send("type", "presence", "roomId", "general", "data", "alice")
 		awaitFrame(t, bob, patience, "type", "presence", "event", "join", "data", joinOf("alice", "alice"))
-		if a.NotReady() != nil || c.NotReady() != nil {
-			t.Fatalf("not ready before the stop: %v, %v", a.NotReady(), c.NotReady())
+		if a.node.NotReady() != nil || c.node.NotReady() != nil {
+			t.Fatalf("not ready before the stop: %v, %v", a.node.NotReady(), c.node.NotReady())
 		}
 		logs.TakeAll() // from here on, the lines of the outage
 
@@ -271,7 +271,7 @@ func TestNATSClusterStateWhenAServerStops(t *testing.T) {
 
 		natstest.Restart(t, servers[b])
 		restarted := time.Now()
-		waitFor(t, patience, func() bool { return a.NotReady() == nil && c.NotReady() == nil })
+		waitFor(t, patience, func() bool { return a.node.NotReady() == nil && c.node.NotReady() == nil })
 		t.Logf("both nodes ready again %v after server B restarted", time.Since(restarted).Round(time.Millisecond))
 		for _, i := range []int{(b + 1) % 3, (b + 2) % 3} {
 			node := "node" + strconv.Itoa(i)

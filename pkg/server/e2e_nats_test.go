@@ -17,7 +17,7 @@ import (
 
 // natsNodes starts one kraken node per NATS server, each knowing every
 // server's URL (its own first) as NATS_URL would list them.
-func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*Config)) ([]*Server, []*natsbroker.Broker) {
+func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*testConfig)) ([]*Server, []*natsbroker.Broker) {
 	t.Helper()
 	var nodes []*Server
 	var brokers []*natsbroker.Broker
@@ -29,14 +29,14 @@ func natsNodes(t *testing.T, servers []*natsserver.Server, mutate func(*Config))
 }
 
 // natsNode starts kraken node i on servers[i].
-func natsNode(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Config)) (*Server, *natsbroker.Broker) {
+func natsNode(t *testing.T, servers []*natsserver.Server, i int, mutate func(*testConfig)) (*Server, *natsbroker.Broker) {
 	return natsNodeWith(t, servers, i, mutate, nil)
 }
 
 // natsNodeWith is natsNode with a change to the node's broker
 // configuration. Liveness is judged fast (heartbeat 100 ms, timeout 500 ms)
 // so that a stopped node's leaves come within a test's patience.
-func natsNodeWith(t *testing.T, servers []*natsserver.Server, i int, mutate func(*Config), brokerConfig func(*natsbroker.Config)) (*Server, *natsbroker.Broker) {
+func natsNodeWith(t *testing.T, servers []*natsserver.Server, i int, mutate func(*testConfig), brokerConfig func(*natsbroker.Config)) (*Server, *natsbroker.Broker) {
 	t.Helper()
 	own := servers[i]
 	urls := []string{own.ClientURL()}
@@ -54,7 +54,7 @@ func natsNodeWith(t *testing.T, servers []*natsserver.Server, i int, mutate func
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := start(t, func(c *Config) {
+	n := start(t, func(c *testConfig) {
 		c.Broker, c.NodeID = b, id
 		if mutate != nil {
 			mutate(c)
@@ -74,7 +74,7 @@ func interestSettles(t *testing.T, check func() bool) time.Duration {
 
 func TestNATSClusterDeliversOnceToEveryNode(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	nodes, brokers := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	nodes, brokers := natsNodes(t, servers, func(c *testConfig) { c.RateLimit = 1000 })
 	var subs []*testpeer.Peer
 	for _, n := range nodes {
 		p := authed(t, n, "dev-token-bob")
@@ -132,7 +132,7 @@ func TestNATSClusterDeliversOnceToEveryNode(t *testing.T) {
 
 func TestNATSClusterGroupGetsEachMessageOnce(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	nodes, _ := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	nodes, _ := natsNodes(t, servers, func(c *testConfig) { c.RateLimit = 1000 })
 	var members []*testpeer.Peer
 	for _, n := range nodes {
 		p := authed(t, n, "dev-token-bob")
@@ -176,7 +176,7 @@ func TestNATSClusterRetained(t *testing.T) {
 // to another server with its subscriptions, and delivery resumes.
 func TestNATSServerLossLosesNoSubscription(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	nodes, brokers := natsNodes(t, servers, func(c *Config) { c.RateLimit = 1000 })
+	nodes, brokers := natsNodes(t, servers, func(c *testConfig) { c.RateLimit = 1000 })
 	bobOnB := authed(t, nodes[1], "dev-token-bob")
 	subscribe(t, bobOnB, "demo/general/live")
 	alice := authed(t, nodes[0], "dev-token-alice")
@@ -253,7 +253,7 @@ func TestNATSSubscribedMeansSubscribedClusterWide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes = append(nodes, start(t, func(c *Config) { c.Broker, c.NodeID, c.RateLimit = b, fmt.Sprintf("node%d", i), 1000 }))
+		nodes = append(nodes, start(t, func(c *testConfig) { c.Broker, c.NodeID, c.RateLimit = b, fmt.Sprintf("node%d", i), 1000 }))
 	}
 	sub := authed(t, nodes[2], "dev-token-bob")
 	alice := authed(t, nodes[0], "dev-token-alice")

@@ -182,7 +182,7 @@ func TestMessageFrameCarriesSenderAndRecordFields(t *testing.T) {
 }
 
 func TestMessageFrameWithoutRecordingHasNoMsgID(t *testing.T) {
-	s := start(t, func(c *Config) { c.RecordMessages = false })
+	s := start(t, func(c *testConfig) { c.RecordMessages = false })
 	p := authed(t, s, "dev-token-alice")
 	subscribe(t, p, "demo/general/plain")
 	p.Send("type", "publish", "topic", "demo/general/plain", "data", "x")

@@ -26,7 +26,7 @@ const reauthTokens = `{"tokens": {
 // startReauth runs a server on the reauth token file.
 func startReauth(t *testing.T) *Server {
 	t.Helper()
-	return start(t, func(c *Config) { c.Auth = tokenFileAuth(t, reauthTokens) })
+	return start(t, func(c *testConfig) { c.Auth = tokenFileAuth(t, reauthTokens) })
 }
 
 // expectRefused expects the 42940 refusal of a subscribe to topic (v2).

@@ -10,7 +10,7 @@ import (
 
 // resumeOn starts a server with resumable sessions (RESUME_SESSIONS=true).
 func resumeOn(t *testing.T, expiry time.Duration) *Server {
-	return start(t, func(c *Config) {
+	return start(t, func(c *testConfig) {
 		c.Resume = session.ResumeConfig{Enabled: true, Expiry: expiry}
 		c.RateLimit = 100000
 		c.Hub.TapAckWait = tapAckWait
@@ -39,7 +39,7 @@ func jsSubscriber(t *testing.T, s *Server, topic string, reconnect bool) (*testp
 func drop(t *testing.T, s *Server, p *testpeer.Peer) {
 	t.Helper()
 	_ = p.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 1 })
+	waitFor(t, 5*time.Second, func() bool { return s.node.Stats().Resume.Parked == 1 })
 }
 
 func publishN(t *testing.T, s *Server, topic string, from, n int) {
@@ -218,7 +218,7 @@ func TestResumeFreshConnect(t *testing.T) {
 		t.Fatalf("restoredSubscriptions = %v on a fresh connect", rs)
 	}
 	bob2.ExpectNothing(200 * time.Millisecond)
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 0 })
+	waitFor(t, 5*time.Second, func() bool { return s.node.Stats().Resume.Parked == 0 })
 }
 
 // TestResumeOffByDefault: without RESUME_SESSIONS nothing is kept.
@@ -252,7 +252,7 @@ func TestResumeTakeOver(t *testing.T) {
 	bob2.ExpectFields("type", "replayEnd", "complete", false, "reason", "session_taken_over")
 	_ = bob.Conn.Close()
 	time.Sleep(100 * time.Millisecond)
-	if n := s.Stats().Resume.Parked; n != 0 {
+	if n := s.node.Stats().Resume.Parked; n != 0 {
 		t.Fatalf("%d sessions parked after the old connection closed", n)
 	}
 	publishN(t, s, topic, 0, 1)
@@ -274,7 +274,7 @@ func TestResumeByClientID(t *testing.T) {
 	subscribe(t, laptop, "demo/general/l")
 	_ = phone.Conn.Close()
 	_ = laptop.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Parked == 2 })
+	waitFor(t, 5*time.Second, func() bool { return s.node.Stats().Resume.Parked == 2 })
 	publishN(t, s, "demo/general/p", 0, 2)
 	publishN(t, s, "demo/general/l", 10, 3)
 	phone2, f := dial("phone", true)
@@ -408,8 +408,8 @@ func TestResumeLoadBalancedUnackedGoBackToTheGroup(t *testing.T) {
 		}
 	}
 	b.ExpectNothing(200 * time.Millisecond)
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.GivenBack == 3 })
-	if st := s.Stats().Resume; st.Lost != 0 || st.Parked != 0 {
+	waitFor(t, 5*time.Second, func() bool { return s.node.Stats().Resume.GivenBack == 3 })
+	if st := s.node.Stats().Resume; st.Lost != 0 || st.Parked != 0 {
 		t.Fatalf("resume stats after expiry = %+v, want nothing lost or parked", st)
 	}
 }
@@ -451,7 +451,7 @@ func TestResumeLoadBalancedUnackedReplayedOnResume(t *testing.T) {
 	if got != 2 {
 		t.Fatal("live messages after the resume not split between the members")
 	}
-	if st := s.Stats().Resume; st.GivenBack != 0 || st.Replays[0] != 1 {
+	if st := s.node.Stats().Resume; st.GivenBack != 0 || st.Replays[0] != 1 {
 		t.Fatalf("resume stats = %+v, want one complete replay and nothing given back", st)
 	}
 }
@@ -470,8 +470,8 @@ func TestResumeLoadBalancedLostWithoutMember(t *testing.T) {
 	a.ExpectFields("type", "message", "data", int64(1))
 	a.ExpectFields("type", "message", "data", int64(2))
 	drop(t, s, a)
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Resume.Lost == 2 })
-	if st := s.Stats().Resume; st.GivenBack != 0 {
+	waitFor(t, 5*time.Second, func() bool { return s.node.Stats().Resume.Lost == 2 })
+	if st := s.node.Stats().Resume; st.GivenBack != 0 {
 		t.Fatalf("resume stats = %+v", st)
 	}
 }

@@ -15,7 +15,7 @@ const revalidateEvery = 200 * time.Millisecond
 
 func startRevalidating(t *testing.T, lt *lockedTokens) *Server {
 	t.Helper()
-	return startWith(t, lt, func(c *Config) { c.Hub.RevalidateInterval = revalidateEvery })
+	return startWith(t, lt, func(c *testConfig) { c.Hub.RevalidateInterval = revalidateEvery })
 }
 
 func TestRevalidationDisconnectsARevokedActorWith4001(t *testing.T) {
@@ -117,7 +117,7 @@ func TestRevalidationTakesARevokedRoomAndLobbyAway(t *testing.T) {
 	lt.set("dev-token-alice", narrower)
 	bob.ExpectFields("type", "presence", "event", "leave", "data", map[string]any{"actor_token_id": "alice"})
 	waitFor(t, 5*time.Second, func() bool {
-		_, members, _ := s.PresenceStats()
+		_, members, _ := s.proto.PresenceStats()
 		return members == 1
 	})
 	bob.Send("type", "presence", "roomId", "general", "data", "after")

@@ -19,7 +19,7 @@ func TestInputFloodIsClosedWith1008(t *testing.T) {
 	// The flood's frames are each an error; with the error-flood limit out
 	// of reach, only the input backlog can end it (otherwise which limit
 	// trips first depends on how fast the reader keeps up).
-	s := start(t, func(c *Config) { c.MaxInputBacklog = 64 << 10; c.ErrorFloodLimit = 1 << 30 })
+	s := start(t, func(c *testConfig) { c.MaxInputBacklog = 64 << 10; c.ErrorFloodLimit = 1 << 30 })
 	bob := authed(t, s, "dev-token-bob")
 	subscribe(t, bob, "demo/general/after-flood")
 

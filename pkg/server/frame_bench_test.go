@@ -16,7 +16,9 @@ import (
 // MessagePack decoding and dispatch of 100 `ack` frames per operation (an
 // ack produces no reply, so nothing but the read path is measured).
 func BenchmarkReadFrames(b *testing.B) {
-	s, err := New(Config{Addr: "127.0.0.1:0", Auth: demoTokens(), Hub: hub.Config{Workers: 1}})
+	cfg := newTestConfig()
+	cfg.RecordMessages, cfg.Hub = false, hub.Config{Workers: 1}
+	s, err := newServer(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

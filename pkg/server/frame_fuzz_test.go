@@ -40,7 +40,9 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add(append(masked(ws.NewBinaryFrame(testpeer.Map("type", "auth", "token", "dev-token-bob"))),
 		masked(ws.NewBinaryFrame(testpeer.Map("type", "subscribe", "topic", "demo/general/+")))...), uint8(4))
 
-	s, err := New(Config{Addr: "127.0.0.1:0", Auth: demoTokens(), MaxFrameSize: 4096, Hub: hub.Config{Workers: 1}})
+	cfg := newTestConfig()
+	cfg.RecordMessages, cfg.MaxFrameSize, cfg.Hub = false, 4096, hub.Config{Workers: 1}
+	s, err := newServer(cfg)
 	if err != nil {
 		f.Fatal(err)
 	}

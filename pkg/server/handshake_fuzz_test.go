@@ -41,8 +41,9 @@ func FuzzHandshake(f *testing.F) {
 		f.Add([]byte(seed), uint8(7))
 	}
 
-	s, err := New(Config{Addr: "127.0.0.1:0", Auth: demoTokens(), MaxFrameSize: maxFrame,
-		MaxHeaderBytes: maxHeader, Hub: hub.Config{Workers: 1}})
+	cfg := newTestConfig()
+	cfg.RecordMessages, cfg.MaxFrameSize, cfg.MaxHeaderBytes, cfg.Hub = false, maxFrame, maxHeader, hub.Config{Workers: 1}
+	s, err := newServer(cfg)
 	if err != nil {
 		f.Fatal(err)
 	}

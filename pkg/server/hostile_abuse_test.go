@@ -14,7 +14,7 @@ import (
 // oversized topics.
 
 func TestHostileSubscribeOverTheCapGetsTooManySubscriptions(t *testing.T) {
-	s := start(t, func(c *Config) { c.Hub.MaxSubscriptions = 3 })
+	s := start(t, func(c *testConfig) { c.Hub.MaxSubscriptions = 3 })
 	p := authed(t, s, "dev-token-alice")
 	for _, topic := range []string{"demo/general/a", "demo/general/b", "demo/general/+"} {
 		subscribe(t, p, topic)
@@ -22,13 +22,13 @@ func TestHostileSubscribeOverTheCapGetsTooManySubscriptions(t *testing.T) {
 	p.Send("type", "subscribe", "topic", "demo/general/d")
 	p.ExpectFields("type", "error", "error", "too_many_subscriptions", "topic", "demo/general/d")
 	expectPong(t, p)
-	if n := s.Hub().Stats().Subscriptions; n != 3 {
+	if n := s.hub.Stats().Subscriptions; n != 3 {
 		t.Fatalf("%d subscriptions, want 3", n)
 	}
 }
 
 func TestHostileResubscribingAnExistingPatternAtTheCapStillWorks(t *testing.T) {
-	s := start(t, func(c *Config) { c.Hub.MaxSubscriptions = 2 })
+	s := start(t, func(c *testConfig) { c.Hub.MaxSubscriptions = 2 })
 	p := authed(t, s, "dev-token-alice")
 	subscribe(t, p, "demo/general/a")
 	subscribe(t, p, "demo/general/b")
@@ -38,13 +38,13 @@ func TestHostileResubscribingAnExistingPatternAtTheCapStillWorks(t *testing.T) {
 	p.ExpectFields("type", "subscribed", "topic", "demo/general/a", "loadBalance", true)
 	p.Send("type", "publish", "topic", "demo/general/a", "data", "still routed")
 	p.ExpectFields("type", "message", "topic", "demo/general/a", "data", "still routed")
-	if n := s.Hub().Stats().Subscriptions; n != 2 {
+	if n := s.hub.Stats().Subscriptions; n != 2 {
 		t.Fatalf("%d subscriptions, want 2", n)
 	}
 }
 
 func TestHostileUnsubscribingAtTheCapFreesASlot(t *testing.T) {
-	s := start(t, func(c *Config) { c.Hub.MaxSubscriptions = 1 })
+	s := start(t, func(c *testConfig) { c.Hub.MaxSubscriptions = 1 })
 	p := authed(t, s, "dev-token-alice")
 	subscribe(t, p, "demo/general/a")
 	p.Send("type", "subscribe", "topic", "demo/general/b")
@@ -71,11 +71,11 @@ func TestHostileThousandsOfSubscriptionsStopAtTheDefaultCapOf1000(t *testing.T) 
 		}
 		p.ExpectFields("type", "error", "error", "too_many_subscriptions", "topic", topic)
 	}
-	if n := s.Hub().Stats().Subscriptions; n != 1000 {
+	if n := s.hub.Stats().Subscriptions; n != 1000 {
 		t.Fatalf("%d subscriptions, want 1000", n)
 	}
 	_ = p.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().Subscriptions == 0 })
+	waitFor(t, 5*time.Second, func() bool { return s.hub.Stats().Subscriptions == 0 })
 }
 
 // churn runs n subscribe/unsubscribe cycles on p, pipelined in batches, over
@@ -119,7 +119,7 @@ func TestHostileSubscribeUnsubscribeChurnLeavesNothingBehind(t *testing.T) {
 	churn(t, p, 1000, 10_000)
 	after := heapInUse()
 	t.Logf("heap after warm-up %d bytes, after 10,000 cycles %d bytes", before, after)
-	st := s.Hub().Stats()
+	st := s.hub.Stats()
 	if st.Subscriptions != 0 || st.Groups != 0 {
 		t.Fatalf("after churn: %d subscriptions, %d groups, want 0", st.Subscriptions, st.Groups)
 	}

@@ -59,7 +59,7 @@ func TestHostileDeclaredLengthOverTheCapCloses1009InEveryLengthEncoding(t *testi
 		{name: "64-bit small value", header: header64(limit + 1)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, func(c *Config) { c.MaxFrameSize = limit })
+			s := start(t, func(c *testConfig) { c.MaxFrameSize = limit })
 			p := authed(t, s, "dev-token-alice")
 			// Only the header: the payload never comes, the server must not
 			// wait for it nor reserve room for it.
@@ -91,7 +91,7 @@ func TestHostileLengthWithTheMostSignificantBitSetCloses1002(t *testing.T) {
 
 func TestHostileManySmallFragmentsAddingUpOverTheCapClose1009(t *testing.T) {
 	const limit, piece = 4096, 64
-	s := start(t, func(c *Config) { c.MaxFrameSize = limit })
+	s := start(t, func(c *testConfig) { c.MaxFrameSize = limit })
 	p := authed(t, s, "dev-token-alice")
 	p.SendFrame(ws.NewFrame(ws.OpBinary, false, make([]byte, piece)))
 	for sent := piece; sent+piece <= limit; sent += piece {
@@ -140,8 +140,8 @@ func TestHostileDataInALaterWriteAfterACloseFrameIsIgnored(t *testing.T) {
 	if frames := framesUntilEOF(t, p); len(frames) != 0 {
 		t.Fatalf("frames after the close echo: %v", frames)
 	}
-	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().Connections == 0 })
-	if n := s.Hub().Stats().Subscriptions; n != 0 {
+	waitFor(t, 5*time.Second, func() bool { return s.hub.Stats().Connections == 0 })
+	if n := s.hub.Stats().Subscriptions; n != 0 {
 		t.Fatalf("%d subscriptions after the close, want 0", n)
 	}
 }

@@ -192,7 +192,7 @@ func TestHostileOversizedRequestLineIs431(t *testing.T) {
 }
 
 func TestHostileRequestHeaderOverTheConfiguredBoundIs431(t *testing.T) {
-	s := start(t, func(c *Config) { c.MaxHeaderBytes = 512 })
+	s := start(t, func(c *testConfig) { c.MaxHeaderBytes = 512 })
 	req := withHeader("Host", "Host: "+strings.Repeat("h", 512))
 	if resp, _ := refused(t, s, req); resp.StatusCode != 431 {
 		t.Fatalf("status = %d, want 431", resp.StatusCode)

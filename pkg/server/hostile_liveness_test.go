@@ -41,7 +41,7 @@ func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 	// The input bound is put out of reach: a reader slowed down (race
 	// detector, a loaded machine) otherwise lets 4 MiB of pings wait and
 	// closes the flooder as input_overflow first, a close of its own test.
-	s := start(t, func(c *Config) { c.Hub.OutboundMaxBytes = bound; c.MaxInputBacklog = 64 << 20 })
+	s := start(t, func(c *testConfig) { c.Hub.OutboundMaxBytes = bound; c.MaxInputBacklog = 64 << 20 })
 	bystander := authed(t, s, "dev-token-bob")
 	subscribe(t, bystander, "demo/general/bystander")
 	flooder := dialNonReader(t, s)
@@ -56,7 +56,7 @@ func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 	// pings, so writing stops at a generous bound and the count is waited
 	// for.
 	sent := 0
-	for s.Hub().Stats().SlowConsumers == 0 && sent < 200_000 {
+	for s.hub.Stats().SlowConsumers == 0 && sent < 200_000 {
 		_ = flooder.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if _, err := flooder.Conn.Write(burst); err != nil {
 			break // the server already closed the socket
@@ -64,7 +64,7 @@ func TestHostilePingFloodFromANonReaderIsClosedAsASlowConsumer(t *testing.T) {
 		sent += 1000
 	}
 	t.Logf("stopped writing after %d pings (%d KiB of pongs owed)", sent, sent*127>>10)
-	waitFor(t, 10*time.Second, func() bool { return s.Hub().Stats().SlowConsumers == 1 })
+	waitFor(t, 10*time.Second, func() bool { return s.hub.Stats().SlowConsumers == 1 })
 	expectClosedBy(t, flooder.Conn, flooder.Conn, 10*time.Second)
 
 	// Everyone else is served as before.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node"
 )
 
 var (
@@ -108,15 +109,15 @@ func (s *Server) upgrade(st *connState, req []byte) {
 }
 
 // ready answers GET /ready: 200 {"status":"ready"}, or 503 with the names
-// of the failing checks (Server.NotReady; the reasons are on the admin
+// of the failing checks (node.Node.NotReady; the reasons are on the admin
 // listener only). /health stays the liveness answer.
 func (s *Server) ready(st *connState) {
-	failing := s.NotReady()
+	failing := s.node.NotReady()
 	status := http.StatusOK
 	if len(failing) > 0 {
 		status = http.StatusServiceUnavailable
 	}
-	s.httpAnswer(st, status, "application/json", "Cache-Control: no-store\r\n", ReadyJSON(failing, false))
+	s.httpAnswer(st, status, "application/json", "Cache-Control: no-store\r\n", node.ReadyJSON(failing, false))
 }
 
 // refuseUpgrade answers a refused upgrade with the status gobwas chose (400

@@ -21,7 +21,7 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seconds of load")
 	}
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.RateLimit = 1 << 20
 		c.Hub.Workers = 1
 		c.Hub.OutboundMaxBytes = 256 << 20 // the subscribers lag while the worker is held
@@ -48,7 +48,7 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 		"data", bytes.Repeat([]byte{'x'}, 10<<10), "msgRef", "m", "echo", false)))
 
 	release := make(chan struct{})
-	s.Hub().RunShared(func(hub.Writer) { <-release }) // the only worker is busy
+	s.hub.RunShared(func(hub.Writer) { <-release }) // the only worker is busy
 	var answered, refused atomic.Int64
 	readDone := make(chan struct{})
 	go func() {
@@ -86,7 +86,7 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second)
 	heldWritten := written.Load()
-	if s.Hub().InputPauses() == 0 {
+	if s.hub.InputPauses() == 0 {
 		t.Fatal("the publisher's input was never paused")
 	}
 	if heldWritten >= offered*3/4 {
@@ -96,7 +96,7 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 	select { // once the worker catches up the publisher is read again and goes on
 	case err := <-writeErr:
 		if err != nil {
-			t.Fatalf("the publisher's connection failed: %v (closes by reason %v)", err, s.Hub().Stats().Closed)
+			t.Fatalf("the publisher's connection failed: %v (closes by reason %v)", err, s.hub.Stats().Closed)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the publisher is still blocked after %d publishes", written.Load())
@@ -117,8 +117,8 @@ func TestFastPublisherIsSlowedNotClosedWhileTheWorkersAreBehind(t *testing.T) {
 		}
 		return true
 	})
-	if st := s.Hub().Stats(); st.Closed != [len(st.Closed)]uint64{} {
+	if st := s.hub.Stats(); st.Closed != [len(st.Closed)]uint64{} {
 		t.Fatalf("connections closed: %v", st.Closed)
 	}
-	t.Logf("written while held: %d of 4000 offered; pauses %d; then %d answered", heldWritten, s.Hub().InputPauses(), n)
+	t.Logf("written while held: %d of 4000 offered; pauses %d; then %d answered", heldWritten, s.hub.InputPauses(), n)
 }

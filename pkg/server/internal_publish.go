@@ -106,8 +106,8 @@ func (s *Server) internalPublish(st *connState, b []byte) int {
 		s.httpJSON(st, 400, `{"error":"invalid_payload","detail":`+strconv.Quote(errDetail(err))+`}`)
 		return len(b)
 	}
-	if len(data) > s.cfg.MaxMessageSize {
-		s.httpJSON(st, 413, `{"error":"message_too_large","maxSizeBytes":`+strconv.Itoa(s.cfg.MaxMessageSize)+`}`)
+	if len(data) > s.sess.MaxMessageSize {
+		s.httpJSON(st, 413, `{"error":"message_too_large","maxSizeBytes":`+strconv.Itoa(s.sess.MaxMessageSize)+`}`)
 		return len(b)
 	}
 	if s.hub.Busy() {
@@ -118,7 +118,7 @@ func (s *Server) internalPublish(st *connState, b []byte) int {
 	p := &hub.Publication{Key: key, Topic: display, Echo: true, Retain: req.Retain,
 		ClearRetained: req.Retain && len(data) == 1 && data[0] == 0xc0}
 	p.Msg = wire.Message{Topic: display, Data: data, From: "server", FromType: "server", Timestamp: now.UnixMilli()}
-	if s.cfg.RecordMessages {
+	if s.sess.RecordMessages {
 		p.Msg.MsgID = uuid.NewString()
 	}
 	if err := s.proto.Inject(p, session.SourceInternal); err != nil {
@@ -198,7 +198,7 @@ func (s *Server) internalTarget(req *internalRequest) (rt route, status int, err
 func (s *Server) placeTopic(t string) (rt route, status int, errBody string) {
 	var sets []acl.Rules
 	listed := false
-	if rl, ok := s.cfg.Auth.(auth.RuleLister); ok {
+	if rl, ok := s.sess.Auth.(auth.RuleLister); ok {
 		sets, listed = rl.RuleSets()
 	}
 	if !listed {

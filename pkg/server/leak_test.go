@@ -26,7 +26,7 @@ func TestAbruptDropsReturnEverything(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 5,000 sockets")
 	}
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.Auth = presenceTokens()
 		c.Hub.HandshakeTimeout = time.Minute // the half-sent requests must outlive the ramp
 	})
@@ -35,7 +35,7 @@ func TestAbruptDropsReturnEverything(t *testing.T) {
 	warm := testpeer.Dial(t, addr)
 	warm.Auth("dev-token-bob")
 	_ = warm.Conn.Close()
-	waitFor(t, 5*time.Second, func() bool { return s.Hub().Stats().Connections == 0 })
+	waitFor(t, 5*time.Second, func() bool { return s.hub.Stats().Connections == 0 })
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
 
 	const n = 5000
@@ -59,7 +59,7 @@ func TestAbruptDropsReturnEverything(t *testing.T) {
 	}
 	// Generous: on a loaded 2-core machine under -race the accepts of 5,000
 	// queued connections have taken more than 20 s.
-	waitFor(t, 60*time.Second, func() bool { return s.Hub().Stats().Connections == n })
+	waitFor(t, 60*time.Second, func() bool { return s.hub.Stats().Connections == n })
 	for _, c := range conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0) // RST, not FIN
@@ -67,8 +67,8 @@ func TestAbruptDropsReturnEverything(t *testing.T) {
 		_ = c.Close()
 	}
 	waitFor(t, 20*time.Second, func() bool {
-		st := s.Hub().Stats()
-		rooms, members, watches := s.PresenceStats()
+		st := s.hub.Stats()
+		rooms, members, watches := s.proto.PresenceStats()
 		return st.Connections == 0 && st.Subscriptions == 0 && rooms+members+watches == 0
 	})
 	waitFor(t, 20*time.Second, func() bool {

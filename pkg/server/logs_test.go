@@ -26,10 +26,10 @@ func authedAfterRefusal(t *testing.T, s *Server) *testpeer.Peer {
 }
 
 // observed starts a server whose logs a test reads, at debug.
-func observed(t *testing.T, mutate func(*Config)) (*Server, *observer.ObservedLogs) {
+func observed(t *testing.T, mutate func(*testConfig)) (*Server, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.Logger = zap.New(core)
 		if mutate != nil {
 			mutate(c)
@@ -70,7 +70,7 @@ func checkFields(t *testing.T, e observer.LoggedEntry, kv ...any) {
 // next at debug. Connections are logged opening and closing, at debug,
 // with the close reason and the duration.
 func TestRefusalsAreLoggedWithTheirReason(t *testing.T) {
-	s, logs := observed(t, func(c *Config) { c.Auth = demoTokensWith(func(g *auth.Grant) { g.RateLimit = 1 }) })
+	s, logs := observed(t, func(c *testConfig) { c.Auth = demoTokensWith(func(g *auth.Grant) { g.RateLimit = 1 }) })
 
 	p := authedAfterRefusal(t, s)
 	refused := waitLog(t, logs, "auth refused", 1)[0]
@@ -152,9 +152,9 @@ func TestPolicyCloseIsLoggedAtInfo(t *testing.T) {
 // connection's fields, the next at debug; another connection's first at
 // info again. A subscribe without a topic is counted as bad_request.
 func TestSubscriptionCapRefusalsAreCountedAndLogged(t *testing.T) {
-	s, logs := observed(t, func(c *Config) { c.Hub.MaxSubscriptions = 1 })
+	s, logs := observed(t, func(c *testConfig) { c.Hub.MaxSubscriptions = 1 })
 	refused := func() uint64 {
-		return s.Protocol().Stats().SubscribeRefused[session.RefuseTooManySubscriptions]
+		return s.proto.Stats().SubscribeRefused[session.RefuseTooManySubscriptions]
 	}
 	p := authed(t, s, "dev-token-bob")
 	subscribe(t, p, "demo/general/a")
@@ -189,7 +189,7 @@ func TestSubscriptionCapRefusalsAreCountedAndLogged(t *testing.T) {
 
 	q.Send("type", "subscribe")
 	q.ExpectFields("type", "error", "error", "bad_request", "detail", "subscribe requires topic")
-	if n := s.Protocol().Stats().SubscribeRefused[session.RefuseBadRequest]; n != 1 {
+	if n := s.proto.Stats().SubscribeRefused[session.RefuseBadRequest]; n != 1 {
 		t.Errorf("SubscribeRefused[bad_request] = %d, want 1", n)
 	}
 	checkFields(t, waitLog(t, logs, "subscribe refused", 4)[3], "reason", "bad_request", "actor_token_id", "alice")

@@ -25,7 +25,7 @@ func presenceTokens() tokens {
 }
 
 func startPresence(t *testing.T) string {
-	s := start(t, func(c *Config) { c.Auth = presenceTokens() })
+	s := start(t, func(c *testConfig) { c.Auth = presenceTokens() })
 	return s.Addr().String()
 }
 
@@ -176,7 +176,7 @@ func TestLobbySnapshotAndEvents(t *testing.T) {
 // connections join a room (some also watching the lobby) and drop, nothing
 // of them remains in the presence registry or the hub.
 func TestPresenceTablesEmptyAfterDisconnects(t *testing.T) {
-	s := start(t, func(c *Config) { c.Auth = presenceTokens() })
+	s := start(t, func(c *testConfig) { c.Auth = presenceTokens() })
 	addr := s.Addr().String()
 	var wg sync.WaitGroup
 	for w := 0; w < 10; w++ {
@@ -206,8 +206,8 @@ func TestPresenceTablesEmptyAfterDisconnects(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, 10*time.Second, func() bool {
-		rooms, members, watches := s.PresenceStats()
-		st := s.Hub().Stats()
+		rooms, members, watches := s.proto.PresenceStats()
+		st := s.hub.Stats()
 		return rooms+members+watches == 0 && st.Connections == 0 && st.Subscriptions == 0
 	})
 }
@@ -219,7 +219,7 @@ func TestPresenceIsRateAndSizeLimitedLikeAPublish(t *testing.T) {
 	tk := presenceTokens()
 	tk["dev-token-alice"].RateLimit = 3
 	tk["dev-token-alice"].MaxMessageSize = 16
-	s := start(t, func(c *Config) { c.Auth = tk })
+	s := start(t, func(c *testConfig) { c.Auth = tk })
 	alice := authed(t, s, "dev-token-alice")
 	alice.Send("type", "presence", "roomId", "general", "data", string(make([]byte, 32)))
 	alice.ExpectFields("type", "error", "code", 42930, "error", "message_too_large", "maxSizeBytes", 16)

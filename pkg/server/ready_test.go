@@ -9,6 +9,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/broker/local"
+	"github.com/NoLagApp/kraken/pkg/node"
 )
 
 // flakyBroker is a single-node broker with a Ready method, as a backend
@@ -33,9 +34,9 @@ func (b *flakyBroker) Ready() error {
 // without their details; /health stays ok throughout.
 func TestReadyReportsFailingChecks(t *testing.T) {
 	fb := &flakyBroker{}
-	s := start(t, func(c *Config) { c.Broker = fb })
+	s := start(t, func(c *testConfig) { c.Broker = fb })
 	var tokenErr atomic.Pointer[error]
-	s.AddReadyCheck("token_file", func() error {
+	s.node.AddReadyCheck("token_file", func() error {
 		if p := tokenErr.Load(); p != nil {
 			return *p
 		}
@@ -61,7 +62,7 @@ func TestReadyReportsFailingChecks(t *testing.T) {
 	if code, body := get("/health"); code != 200 || body != `{"status":"ok"}` {
 		t.Fatalf("health while not ready: %d %s", code, body)
 	}
-	detail := ReadyJSON(s.NotReady(), true)
+	detail := node.ReadyJSON(s.node.NotReady(), true)
 	if !strings.Contains(detail, `"reasons":{"broker":"not connected to the bus","token_file":"parse error at line 3 of /etc/kraken/auth.json"}`) {
 		t.Errorf("detailed answer %s", detail)
 	}

@@ -38,7 +38,7 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 		writeTimeout = 25 * time.Second // past the settling and the window
 		window       = 10 * time.Second
 	)
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.RateLimit = 1 << 20
 		c.Hub.WriteTimeout = writeTimeout
 		c.Hub.OutboundMaxBytes = 16 << 20 // only the write deadline closes them
@@ -86,7 +86,7 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	// wait until the queues stop shrinking.
 	queued := func() int64 {
 		var n int64
-		for _, w := range s.Hub().WorkerStats(t.Context()) {
+		for _, w := range s.hub.WorkerStats(t.Context()) {
 			n += w.OutboundBytes
 		}
 		return n
@@ -103,7 +103,7 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 		last = n
 	}
 	if n := queued(); n < stalledN*64<<10 {
-		t.Fatalf("%d bytes queued to %d stalled subscribers, want their sockets full (hub %+v)", n, stalledN, s.Hub().Stats())
+		t.Fatalf("%d bytes queued to %d stalled subscribers, want their sockets full (hub %+v)", n, stalledN, s.hub.Stats())
 	}
 	t.Logf("queues settled in %v", time.Since(settle).Round(time.Second))
 
@@ -114,7 +114,7 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	if used > window/100 {
 		t.Errorf("the broker used %v of CPU in %v with nothing moving, want at most %v", used, window, window/100)
 	}
-	if st := s.Hub().Stats(); st.Slow[hub.SlowWriteTimeout] != 0 {
+	if st := s.hub.Stats(); st.Slow[hub.SlowWriteTimeout] != 0 {
 		t.Fatalf("%d closed before the write deadline", st.Slow[hub.SlowWriteTimeout])
 	}
 
@@ -122,14 +122,14 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	// write deadline.
 	ping := compiled(ws.NewPingFrame(nil))
 	for end := time.Now().Add(writeTimeout); time.Now().Before(end); time.Sleep(time.Second) {
-		if s.Hub().Stats().Slow[hub.SlowWriteTimeout] == stalledN {
+		if s.hub.Stats().Slow[hub.SlowWriteTimeout] == stalledN {
 			break
 		}
 		for i := 0; i < stalledN; i += 2 {
 			_, _ = stalled[i].Conn.Write(ping) // fails once the broker has closed it
 		}
 	}
-	if n := s.Hub().Stats().Slow[hub.SlowWriteTimeout]; n != stalledN {
+	if n := s.hub.Stats().Slow[hub.SlowWriteTimeout]; n != stalledN {
 		t.Fatalf("%d of %d stalled subscribers closed at the write deadline", n, stalledN)
 	}
 	for _, p := range stalled {
@@ -154,7 +154,7 @@ func TestSlowConsumerStillReadingGetsItsCloseFrame(t *testing.T) {
 }
 
 func slowReaderGetsItsCloseFrame(t *testing.T, smallBuffer bool) {
-	s := start(t, func(c *Config) {
+	s := start(t, func(c *testConfig) {
 		c.RateLimit = 1 << 20
 		c.Hub.OutboundMaxBytes = 256 << 10
 	})
@@ -169,7 +169,7 @@ func slowReaderGetsItsCloseFrame(t *testing.T, smallBuffer bool) {
 	subscribe(t, sub, topic)
 	alice := authed(t, s, "dev-token-alice")
 	data := bytes.Repeat([]byte{'x'}, 8<<10)
-	for i := 0; s.Hub().Stats().Slow[hub.SlowOutbound] == 0; i++ {
+	for i := 0; s.hub.Stats().Slow[hub.SlowOutbound] == 0; i++ {
 		if i == 5000 {
 			t.Fatal("no slow consumer after 5000 messages of 8 KiB")
 		}

@@ -33,7 +33,7 @@ const callShardKeep = 8
 //     flight is cancelled, and the connection is marked so that a call its
 //     reader starts later is cancelled at once; the mark is dropped when
 //     the session lets go of the connection (forget, on its worker);
-//   - the base context ends (Protocol.Shutdown, or the embedder cancelling
+//   - the base context ends (Protocol.Stop, or the embedder cancelling
 //     Config.Context → cancelAll): every call in flight is cancelled, and
 //     one started later at once.
 //

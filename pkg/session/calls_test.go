@@ -172,11 +172,8 @@ func TestIdleConnectionHoldsNoCall(t *testing.T) {
 // revalidation goroutines have (the hub waits for them).
 func TestShutdownCancelsTheRevalidationInFlight(t *testing.T) {
 	be := newHoldingAuth()
-	p, err := New(Config{Auth: be, Hub: hub.Config{Workers: 2, Tick: 20 * time.Millisecond}})
+	p, err := started(Config{Auth: be}, hub.Config{Workers: 2, Tick: 20 * time.Millisecond})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tc := p.authed(t)
@@ -185,7 +182,7 @@ func TestShutdownCancelsTheRevalidationInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	at := time.Now()
-	if err := p.Shutdown(ctx); err != nil {
+	if err := shutdown(ctx, p); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	be.waitEnded(t, at, time.Second)

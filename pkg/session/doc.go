@@ -57,7 +57,7 @@
 // when the hub decides to close the connection (hub.Config.OnClosing), when
 // the transport reports that the peer hung up (Protocol.Hangup, from
 // netpoll's OnDisconnect, which runs beside the reader), and when the
-// node's base context ends (Config.Context, Protocol.Shutdown). A call so
+// node's base context ends (Config.Context, Protocol.Stop). A call so
 // cancelled is answered nothing and not counted as the backend's failure.
 // Revalidations run on the hub's goroutines with the base context; the
 // message store is called with it too.

@@ -26,9 +26,6 @@ type Config struct {
 	// Auth validates tokens; required. Wrap it in auth.NewCache for the 30 s
 	// token cache (wire-reference.md §4.8).
 	Auth auth.Authenticator
-	// Hub configures the worker pool. Its Revalidate and OnClose hooks are
-	// set by the Protocol.
-	Hub hub.Config
 	// MaxMessageSize is the default bound on a publish's data in bytes
 	// (42930 above it); a token may lower it. Capped at PayloadCeiling
 	// (OQ-7).
@@ -116,9 +113,6 @@ func (c *Config) setDefaults() {
 	if c.NodeID == "" {
 		c.NodeID = uuid.NewString()
 	}
-	if c.Hub.RevalidateInterval <= 0 {
-		c.Hub.RevalidateInterval = 600 * time.Second
-	}
 }
 
 // Protocol is the session protocol of one node, shared by every connection
@@ -145,8 +139,10 @@ type Protocol struct {
 	ended sync.WaitGroup
 }
 
-// New validates cfg and builds the Protocol and its hub. The hub is not
-// started yet (Start).
+// New validates cfg and builds the Protocol. It has no hub yet: its owner
+// builds one from HubConfig and hands it over with Attach before any
+// connection is served (pkg/node does both). The error says that
+// cfg.Auth is missing.
 func New(cfg Config) (*Protocol, error) {
 	if cfg.Auth == nil {
 		return nil, errors.New("session: an Authenticator is required")
@@ -158,46 +154,65 @@ func New(cfg Config) (*Protocol, error) {
 	p.calls.init(p.ctx)
 	p.ended.Add(1)
 	context.AfterFunc(p.ctx, func() { defer p.ended.Done(); p.calls.cancelAll() })
-	hc := cfg.Hub
-	hc.Logger = cfg.Logger
+	if p.multi {
+		p.orgs.share = cfg.Broker.SetConnections
+	}
+	return p, nil
+}
+
+// HubConfig returns hc with the hooks the session answers set: the logger,
+// Revalidate, OnClose, OnClosing, OnTooManySubscriptions and, on a node of
+// a cluster, the broker's interest hooks. The other fields are hc's.
+func (p *Protocol) HubConfig(hc hub.Config) hub.Config {
+	hc.Logger = p.cfg.Logger
 	hc.Revalidate = p.revalidate
 	hc.OnClose = p.closed
 	hc.OnClosing = p.calls.closing
 	hc.OnTooManySubscriptions = p.tooManySubscriptions
 	if p.multi {
-		hc.OnInterest = cfg.Broker.Interest
-		hc.OnGroupInterest = cfg.Broker.GroupInterest
-		if w, ok := cfg.Broker.(broker.InterestWaiter); ok {
+		hc.OnInterest = p.cfg.Broker.Interest
+		hc.OnGroupInterest = p.cfg.Broker.GroupInterest
+		if w, ok := p.cfg.Broker.(broker.InterestWaiter); ok {
 			hc.InterestReady = w.InterestReady
 		}
-		p.orgs.share = cfg.Broker.SetConnections
 	}
-	p.hub = hub.New(hc)
-	p.resume = newRegistry(cfg.Resume, cfg.Hub.IdleTimeout, p.hub)
-	if n, ok := cfg.Auth.(auth.Notifier); ok {
-		n.OnChange(p.hub.RevalidateAll)
-	}
-	return p, nil
+	return hc
 }
 
-// Start starts the workers and the fan-out broker, whose messages, group
-// copies, presence and connection counts come in through the Protocol
-// (broker.Handler). A broker error is returned as it is.
-func (p *Protocol) Start(ctx context.Context) error {
-	p.hub.Start()
-	return p.cfg.Broker.Start(ctx, remote{p})
+// ResumeConfig returns the configuration of the registry of resumable
+// sessions for a hub whose idle timeout is idle (hub.Config.IdleTimeout,
+// 0 for its default). The registry always exists, as any token may ask
+// for a session to be kept, and costs nothing unused.
+func (p *Protocol) ResumeConfig(idle time.Duration) resume.Config {
+	r := p.cfg.Resume
+	return resume.Config{Expiry: r.Expiry, MaxSessions: r.MaxSessions, MaxBytes: r.MaxBytes,
+		MaxMessages: r.MaxMessages, MaxAge: r.MaxAge, IdleTimeout: idle}
 }
 
-// Shutdown cancels every backend call in flight (auths, reauths,
-// room-access checks, revalidations, as Config.Context's end would), closes
-// the broker, then every connection with 1012 after what is queued to it,
-// and stops the workers and the revalidation goroutines, within ctx
-// (hub.Hub.Shutdown).
-func (p *Protocol) Shutdown(ctx context.Context) error {
+// Attach hands the Protocol its hub, built from HubConfig, and the registry
+// of resumable sessions on that hub (ResumeConfig); call it once, before
+// the hub starts. A token backend that is an auth.Notifier revalidates
+// every connection of h on change from then on.
+func (p *Protocol) Attach(h *hub.Hub, r *resume.Registry) {
+	p.hub, p.resume = h, r
+	if n, ok := p.cfg.Auth.(auth.Notifier); ok {
+		n.OnChange(h.RevalidateAll)
+	}
+}
+
+// Handler returns the Protocol's side of the fan-out broker, to hand to
+// broker.Broker.Start: other nodes' messages, group copies, presence and
+// connection counts come in through it.
+func (p *Protocol) Handler() broker.Handler { return remote{p} }
+
+// Stop cancels every backend call in flight (auths, reauths, room-access
+// checks, revalidations, as Config.Context's end would) and waits until
+// they are cancelled; calls started afterwards are cancelled at once. Its
+// owner calls it first at shutdown, before closing the connections through
+// the hub.
+func (p *Protocol) Stop() {
 	p.stop()
-	p.ended.Wait() // the calls in flight are cancelled
-	_ = p.cfg.Broker.Close()
-	return p.hub.Shutdown(ctx)
+	p.ended.Wait()
 }
 
 // Hangup tells the session that the peer of c went away while c's reader
@@ -211,7 +226,7 @@ func (p *Protocol) Hangup(c *hub.Conn) { p.calls.hangup(c) }
 // Config returns the configuration in force, defaults applied.
 func (p *Protocol) Config() Config { return p.cfg }
 
-// Hub returns the worker pool.
+// Hub returns the worker pool (Attach).
 func (p *Protocol) Hub() *hub.Hub { return p.hub }
 
 // Broker returns the fan-out broker (Config.Broker, local.Broker for a

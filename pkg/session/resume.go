@@ -27,13 +27,6 @@ type ResumeConfig struct {
 	MaxAge      time.Duration
 }
 
-// newRegistry returns the registry of resumable sessions on h. It always
-// exists, as any token may ask for one, and costs nothing unused.
-func newRegistry(cfg ResumeConfig, idle time.Duration, h *hub.Hub) *resume.Registry {
-	return resume.New(resume.Config{Expiry: cfg.Expiry, MaxSessions: cfg.MaxSessions, MaxBytes: cfg.MaxBytes,
-		MaxMessages: cfg.MaxMessages, MaxAge: cfg.MaxAge, IdleTimeout: idle}, h)
-}
-
 // State.resume bits.
 const (
 	resumeLive  uint8 = 1 << iota // the connection is its resumable session's live one (its tap started)

@@ -101,7 +101,7 @@ func (p *Protocol) applyRevalidation(c *hub.Conn, actor string, a revalidation) 
 		p.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
 		return
 	default:
-		at := time.Now().Add(revalidateRetry - p.cfg.Hub.RevalidateInterval).UnixNano()
+		at := time.Now().Add(revalidateRetry - p.hub.Config().RevalidateInterval).UnixNano()
 		p.hub.Run(c, func(c *hub.Conn) { updateSession(c, func(s *hub.Session) { s.ValidatedAt = at }) })
 	}
 	p.hub.RevalidationDone(c)

@@ -12,6 +12,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
@@ -107,16 +108,34 @@ func newProtocol(t *testing.T) *Protocol {
 // when the test ends; cfg.Auth must take the token "tok" (authed).
 func newProtocolWith(t *testing.T, cfg Config) *Protocol {
 	t.Helper()
-	cfg.Hub = hub.Config{Workers: 2, Tick: 50 * time.Millisecond}
-	p, err := New(cfg)
+	p, err := started(cfg, hub.Config{Workers: 2, Tick: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	t.Cleanup(func() { _ = shutdown(context.Background(), p) })
 	return p
+}
+
+// started builds a Protocol of cfg on a hub of hc, as pkg/node does, and
+// starts the hub and the broker.
+func started(cfg Config, hc hub.Config) (*Protocol, error) {
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := hub.New(p.HubConfig(hc))
+	p.Attach(h, resume.New(p.ResumeConfig(hc.IdleTimeout), h))
+	h.Start()
+	return p, p.Broker().Start(context.Background(), p.Handler())
+}
+
+// shutdown stops p as pkg/node does: its calls, the connections and the
+// workers, then the broker.
+func shutdown(ctx context.Context, p *Protocol) error {
+	p.Stop()
+	err := p.Hub().Shutdown(ctx)
+	_ = p.Broker().Close()
+	return err
 }
 
 func (p *Protocol) connect(t *testing.T) *testConn {

@@ -8,7 +8,6 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker/membus"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
-	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -17,8 +16,8 @@ import (
 // an MQTT subscriber on the other.
 func TestAcrossNodes(t *testing.T) {
 	b := &membus.Bus{}
-	a := startNode(t, func(c *server.Config) { c.Broker = b.Node("a"); c.NodeID = "a" })
-	z := startNode(t, func(c *server.Config) { c.Broker = b.Node("z"); c.NodeID = "z" })
+	a := startNode(t, func(c *testConfig) { c.Broker = b.Node("a"); c.NodeID = "a" })
+	z := startNode(t, func(c *testConfig) { c.Broker = b.Node("z"); c.NodeID = "z" })
 
 	mOnZ := connected(t, z.mqttAddr(), "dev-token-bob")
 	mOnZ.send(subscribePkt(1, "demo/general/#"))
@@ -58,7 +57,7 @@ func TestAcrossNATSNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return startNode(t, func(c *server.Config) { c.Broker, c.NodeID = b, id })
+		return startNode(t, func(c *testConfig) { c.Broker, c.NodeID = b, id })
 	}
 	a, z := node("a"), node("z")
 	sub := connected(t, z.mqttAddr(), "dev-token-bob")

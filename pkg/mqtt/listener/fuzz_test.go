@@ -13,6 +13,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -40,7 +41,7 @@ func (s pairSocket) Close() error       { return nil }
 var (
 	fuzzOnce  sync.Once
 	fuzzLst   *Listener
-	fuzzProto *session.Protocol // shut down after every test has run (TestMain)
+	fuzzNode  *node.Node // shut down after every test has run (TestMain)
 	fuzzSetup error
 )
 
@@ -66,14 +67,15 @@ func FuzzProcess(f *testing.F) {
 		f.Add(false, seed)
 	}
 	fuzzOnce.Do(func() {
-		proto, err := session.New(session.Config{Auth: fuzzAuth{}, Hub: hub.Config{Workers: 1}, RateLimit: 1 << 20})
+		n, err := node.New(node.Config{Hub: hub.Config{Workers: 1},
+			Session: session.Config{Auth: fuzzAuth{}, RateLimit: 1 << 20}})
 		if err != nil {
 			fuzzSetup = err
 			return
 		}
-		proto.Hub().Start()
-		fuzzProto = proto
-		fuzzLst, fuzzSetup = New(Config{Protocol: proto})
+		n.Hub().Start()
+		fuzzNode = n
+		fuzzLst, fuzzSetup = New(n, Config{})
 	})
 	if fuzzSetup != nil {
 		f.Fatal(fuzzSetup)

@@ -14,7 +14,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
+	"github.com/NoLagApp/kraken/pkg/session"
 )
 
 // tokens is an in-memory Authenticator with the demo grants of
@@ -53,6 +55,7 @@ func demoGrant(actor string) *auth.Grant {
 
 // node is a WebSocket server and an MQTT listener on one session protocol.
 type node struct {
+	node *knode.Node
 	ws   *server.Server
 	mqtt *listener.Listener
 }
@@ -60,46 +63,57 @@ type node struct {
 func (n *node) wsAddr() string   { return n.ws.Addr().String() }
 func (n *node) mqttAddr() string { return n.mqtt.Addr().String() }
 
-func startNode(t testing.TB, mutate func(*server.Config)) *node {
+func startNode(t testing.TB, mutate func(*testConfig)) *node {
 	t.Helper()
 	return startNodeWith(t, mutate, nil)
 }
 
+// testConfig is the node's session and hub settings in one flat struct,
+// for the tests' mutate functions; its Logger goes to both transports too.
+type testConfig struct {
+	session.Config
+	Hub hub.Config
+}
+
 // startNodeWith is startNode with lmutate applied to the listener's Config.
-func startNodeWith(t testing.TB, mutate func(*server.Config), lmutate func(*listener.Config)) *node {
+func startNodeWith(t testing.TB, mutate func(*testConfig), lmutate func(*listener.Config)) *node {
 	t.Helper()
-	cfg := server.Config{Addr: "127.0.0.1:0",
-		Auth: tokens{"dev-token-alice": demoGrant("alice"), "dev-token-bob": demoGrant("bob")},
-		Hub:  hub.Config{Workers: 2, Tick: 20 * time.Millisecond}}
+	cfg := testConfig{Hub: hub.Config{Workers: 2, Tick: 20 * time.Millisecond}}
+	cfg.Auth = tokens{"dev-token-alice": demoGrant("alice"), "dev-token-bob": demoGrant("bob")}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s, err := server.New(cfg)
+	n, err := knode.New(knode.Config{Hub: cfg.Hub, Session: cfg.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(); err != nil {
+	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger})
+	if err != nil {
 		t.Fatal(err)
 	}
-	lcfg := listener.Config{Addr: "127.0.0.1:0", Protocol: s.Protocol(), OnOpen: s.OpenedMQTT}
+	lcfg := listener.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger}
 	if lmutate != nil {
 		lmutate(&lcfg)
 	}
-	l, err := listener.New(lcfg)
+	l, err := listener.New(n, lcfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		l.Drain()
-		_ = s.Shutdown(ctx)
-		_ = l.Shutdown(ctx)
+		_ = n.Shutdown(ctx)
 	})
-	return &node{ws: s, mqtt: l}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &node{node: n, ws: s, mqtt: l}
 }
 
 // client is a raw MQTT 3.1.1 client over TCP, for transcripts.

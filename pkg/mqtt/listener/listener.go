@@ -2,13 +2,13 @@ package listener
 
 import (
 	"context"
-	"errors"
 	"net"
 
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -17,10 +17,6 @@ import (
 type Config struct {
 	// Addr is the TCP listen address, e.g. ":1883" or "127.0.0.1:0".
 	Addr string
-	// Protocol is the node's session protocol, shared with the WebSocket
-	// listener (server.Server.Protocol): the same hub, grants, limits and
-	// retained store. Required; its owner starts and shuts it down.
-	Protocol *session.Protocol
 	// MaxPacketSize bounds an inbound packet in bytes; a larger one closes
 	// the connection (MQTT 3.1.1 has no code for it). 0 means
 	// session.PayloadCeiling plus 64 KiB for the topic and header.
@@ -32,10 +28,6 @@ type Config struct {
 	// their PUBACK; one more closes the connection as a slow consumer. 0
 	// means 64.
 	MaxInflight int
-	// OnOpen is told of every connection accepted, before anything is read
-	// from it, for the owner's accounting (server.Server.OpenedMQTT: the
-	// session protocol's OnClose tells of its end); nil for none.
-	OnOpen func(*hub.Conn)
 	// Logger receives the listener's logs (named "mqtt"); nil means none.
 	Logger *zap.Logger
 }
@@ -59,32 +51,35 @@ func (c *Config) setDefaults() {
 
 // Listener serves MQTT 3.1.1 clients on one address, on its own netpoll
 // event loop (pkg/reactor; netpoll's pollers are shared by the process), as
-// a second transport of the session protocol.
+// a transport of a node: its session protocol, on its hub.
 type Listener struct {
 	cfg   Config
 	log   *zap.Logger
-	proto *session.Protocol
-	hub   *hub.Hub
+	node  *node.Node
+	proto *session.Protocol    // node.Protocol()
+	hub   *hub.Hub             // node.Hub()
 	loop  *reactor.Loop[*conn] // accepts and reads the connections (read.go)
 }
 
-// New validates cfg and builds a Listener. It does not listen yet.
-func New(cfg Config) (*Listener, error) {
-	if cfg.Protocol == nil {
-		return nil, errors.New("mqtt: a session Protocol is required")
-	}
+// New builds the Listener of n's MQTT connections (encoding EncodingID)
+// and registers it with n (node.Node.AddTransport), so that n's Shutdown
+// drains and stops it. It does not listen yet (Start). The error is the
+// event loop's (reactor.New).
+func New(n *node.Node, cfg Config) (*Listener, error) {
 	cfg.setDefaults()
-	l := &Listener{cfg: cfg, log: cfg.Logger.Named("mqtt"), proto: cfg.Protocol, hub: cfg.Protocol.Hub()}
+	l := &Listener{cfg: cfg, log: cfg.Logger.Named("mqtt"), node: n, proto: n.Protocol(), hub: n.Hub()}
 	var err error
 	l.loop, err = reactor.New[*conn](handler{l}, reactor.Config{Hub: l.hub, MaxInputBacklog: cfg.MaxInputBacklog,
 		OnHangup: l.proto.Hangup, Logger: l.log})
 	if err != nil {
 		return nil, err
 	}
+	n.AddTransport(EncodingID, l)
 	return l, nil
 }
 
-// Start listens on cfg.Addr and serves in the background.
+// Start listens on cfg.Addr and serves in the background; start the node
+// first (node.Node.Start). The error is the listener's.
 func (l *Listener) Start() error {
 	if err := l.loop.Listen(l.cfg.Addr); err != nil {
 		return err
@@ -96,11 +91,15 @@ func (l *Listener) Start() error {
 // Addr returns the listening address (useful with port 0).
 func (l *Listener) Addr() net.Addr { return l.loop.Addr() }
 
-// Drain makes the listener close every connection it accepts from now on;
-// call it before the session protocol's Shutdown, which closes the
-// connections already served (they are on its hub).
+// Kind implements node.Transport: every connection of the listener is
+// node.KindMQTT, counted open from its accept.
+func (l *Listener) Kind(*hub.Conn) node.Kind { return node.KindMQTT }
+
+// Drain makes the listener close every connection it accepts from now on
+// (node.Transport); the node's Shutdown calls it.
 func (l *Listener) Drain() { l.loop.Drain() }
 
-// Shutdown drains, stops accepting and closes the event loop within ctx;
-// call it after the session protocol's Shutdown.
+// Shutdown stops accepting and closes the event loop within ctx
+// (node.Transport); the node's Shutdown calls it once the hub has closed
+// the connections.
 func (l *Listener) Shutdown(ctx context.Context) error { return l.loop.Shutdown(ctx) }

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
-	"github.com/NoLagApp/kraken/pkg/server"
+	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 	"github.com/NoLagApp/kraken/pkg/wire"
@@ -217,7 +217,7 @@ func TestRetained(t *testing.T) {
 // Keep-alive: a client silent for 1.5 × its keep-alive is closed; any
 // packet resets the deadline.
 func TestKeepAlive(t *testing.T) {
-	n := startNode(t, func(c *server.Config) { c.Hub.IdleTimeout = time.Hour })
+	n := startNode(t, func(c *testConfig) { c.Hub.IdleTimeout = time.Hour })
 	c := dial(t, n.mqttAddr())
 	c.send(connectPkt(1, "x", "dev-token-bob"))
 	c.expect(0x20)
@@ -252,16 +252,19 @@ func TestSplitPackets(t *testing.T) {
 func TestConnectionsCountedAsMQTT(t *testing.T) {
 	n := startNode(t, nil)
 	c := connected(t, n.mqttAddr(), "dev-token-bob")
-	waitFor(t, func() bool { st := n.ws.Stats(); return st.MQTTConns == 1 && st.WebSocketConns == 0 })
+	waitFor(t, func() bool {
+		st := n.node.Stats()
+		return st.Open[knode.KindMQTT] == 1 && st.Open[knode.KindWebSocket] == 0
+	})
 	c.send(pkt(0xe0)) // DISCONNECT
 	c.expectClosed()
 	waitFor(t, func() bool {
-		st := n.ws.Stats()
+		st := n.node.Stats()
 		var closed uint64
-		for _, v := range st.Closed[server.TransportMQTT] {
+		for _, v := range st.Closed[knode.KindMQTT] {
 			closed += v
 		}
-		return st.MQTTConns == 0 && closed == 1
+		return st.Open[knode.KindMQTT] == 0 && closed == 1
 	})
 }
 
@@ -338,7 +341,7 @@ func TestInflightWindowFull(t *testing.T) {
 		}
 	}
 	m.expectClosed()
-	waitFor(t, func() bool { return n.ws.Stats().Hub.SlowConsumers == 1 })
+	waitFor(t, func() bool { return n.node.Stats().Hub.SlowConsumers == 1 })
 }
 
 // TestMQTTSessionsAreNotKept: with RESUME_SESSIONS on, an MQTT connection
@@ -346,7 +349,7 @@ func TestInflightWindowFull(t *testing.T) {
 // not hold its actor's resumable session, so a WebSocket connection of the
 // same actor is resumable beside it.
 func TestMQTTSessionsAreNotKept(t *testing.T) {
-	n := startNode(t, func(c *server.Config) {
+	n := startNode(t, func(c *testConfig) {
 		c.Resume = session.ResumeConfig{Enabled: true, Expiry: time.Minute}
 	})
 	m := dial(t, n.mqttAddr())
@@ -363,14 +366,14 @@ func TestMQTTSessionsAreNotKept(t *testing.T) {
 	_ = m.c.Close()
 	_ = ws.Conn.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for n.ws.Stats().Resume.Parked != 1 {
+	for n.node.Stats().Resume.Parked != 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("parked sessions = %d, want the WebSocket one only", n.ws.Stats().Resume.Parked)
+			t.Fatalf("parked sessions = %d, want the WebSocket one only", n.node.Stats().Resume.Parked)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond) // the MQTT close is handled too
-	if p := n.ws.Stats().Resume.Parked; p != 1 {
+	if p := n.node.Stats().Resume.Parked; p != 1 {
 		t.Fatalf("parked sessions = %d after both closed, want 1 (the WebSocket one)", p)
 	}
 	ws2 := testpeer.Dial(t, n.wsAddr())
@@ -397,7 +400,7 @@ func firstOf(s []any) any {
 // malformed and the connection closed, MQTT 3.1.1 §1.5.3.)
 func TestRefusedLongTopicIsLoggedBounded(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	n := startNode(t, func(c *server.Config) { c.Logger = zap.New(core) })
+	n := startNode(t, func(c *testConfig) { c.Logger = zap.New(core) })
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
 	long := "demo/general/" + strings.Repeat("x", 5000)
 	m.send(subscribePkt(3, long))

@@ -25,10 +25,10 @@ type thenStopFuzzNode struct{ m *testing.M }
 
 func (r thenStopFuzzNode) Run() int {
 	code := r.m.Run()
-	if fuzzProto != nil {
+	if fuzzNode != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = fuzzProto.Shutdown(ctx)
+		_ = fuzzNode.Shutdown(ctx)
 	}
 	return code
 }

@@ -40,7 +40,7 @@ func mosq(t *testing.T, addr, bin string, args ...string) (string, error) {
 // and waits until the hub holds its subscription.
 func startSub(t *testing.T, n *node, token, topic string) <-chan string {
 	t.Helper()
-	before := n.ws.Stats().Hub.Subscriptions
+	before := n.node.Stats().Hub.Subscriptions
 	done := make(chan string, 1)
 	go func() {
 		out, err := mosq(t, n.mqttAddr(), "mosquitto_sub", "-u", "device", "-P", token, "-t", topic, "-C", "1", "-v")
@@ -49,7 +49,7 @@ func startSub(t *testing.T, n *node, token, topic string) <-chan string {
 		}
 		done <- out
 	}()
-	waitFor(t, func() bool { return n.ws.Stats().Hub.Subscriptions > before })
+	waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions > before })
 	return done
 }
 

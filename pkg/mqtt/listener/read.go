@@ -9,6 +9,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/wire"
@@ -39,9 +40,7 @@ func (h handler) Open(sock reactor.Socket) *conn {
 	st.NotResumable() // clean sessions only (doc.go)
 	st.Conn = h.l.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseOpen)
-	if h.l.cfg.OnOpen != nil {
-		h.l.cfg.OnOpen(st.Conn)
-	}
+	h.l.node.Opened(node.KindMQTT, st.Conn)
 	return st
 }
 

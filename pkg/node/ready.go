@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/broker"
 )
 
-// ReadyCheck is one condition of readiness (Server.NotReady): Name is a
+// ReadyCheck is one condition of readiness (Node.NotReady): Name is a
 // short code shown on the public /ready ("token_file", "auth_service"),
 // Check returns why it does not hold, or nil.
 type ReadyCheck struct {
@@ -22,40 +22,40 @@ type NotReadyReason struct {
 
 // AddReadyCheck adds a readiness condition. It is safe at any time; checks
 // run on every /ready request and must be quick and not block.
-func (s *Server) AddReadyCheck(name string, check func() error) {
-	o := &s.obs
-	o.checksMu.Lock()
-	defer o.checksMu.Unlock()
+func (n *Node) AddReadyCheck(name string, check func() error) {
+	n.checksMu.Lock()
+	defer n.checksMu.Unlock()
 	var next []ReadyCheck
-	if cur := o.checks.Load(); cur != nil {
+	if cur := n.checks.Load(); cur != nil {
 		next = append(next, *cur...)
 	}
 	next = append(next, ReadyCheck{Name: name, Check: check})
-	o.checks.Store(&next)
+	n.checks.Store(&next)
 }
 
 // NotReady returns the readiness conditions that do not hold, nil when the
-// node is ready: it is not shutting down, its broker backend (when it has
-// a Ready() error method, checked by type assertion) is connected
+// node is ready: it is not shutting down (Shutdown has begun:
+// "shutting_down"), its broker backend (when it has a Ready() error
+// method, checked by type assertion) is connected
 // ("broker"), the backend's shared state works (when it is a
 // broker.StateReporter: "cluster_state"), and every check added with
 // AddReadyCheck passes.
-func (s *Server) NotReady() []NotReadyReason {
+func (n *Node) NotReady() []NotReadyReason {
 	var out []NotReadyReason
-	if s.loop.Draining() {
+	if n.draining.Load() {
 		out = append(out, NotReadyReason{Name: "shutting_down", Err: errShuttingDown})
 	}
-	if r, ok := s.cfg.Broker.(interface{ Ready() error }); ok {
+	if r, ok := n.broker.(interface{ Ready() error }); ok {
 		if err := r.Ready(); err != nil {
 			out = append(out, NotReadyReason{Name: "broker", Err: err})
 		}
 	}
-	if r, ok := s.cfg.Broker.(broker.StateReporter); ok {
+	if r, ok := n.broker.(broker.StateReporter); ok {
 		if err := r.StateReady(); err != nil {
 			out = append(out, NotReadyReason{Name: "cluster_state", Err: err})
 		}
 	}
-	if checks := s.obs.checks.Load(); checks != nil {
+	if checks := n.checks.Load(); checks != nil {
 		for _, c := range *checks {
 			if err := c.Check(); err != nil {
 				out = append(out, NotReadyReason{Name: c.Name, Err: err})
