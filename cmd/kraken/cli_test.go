@@ -328,7 +328,7 @@ func TestCLIRefusals(t *testing.T) {
 // TestCLIMessageTooLargeNamesTheSetting: a refusal for size says which
 // limits it is.
 func TestCLIMessageTooLargeNamesTheSetting(t *testing.T) {
-	e := newCLIEnvWith(t, func(c *server.Config) { c.MaxMessageSize = 64 })
+	e := newCLIEnvWith(t, func(c *session.Config) { c.MaxMessageSize = 64 })
 	code, _, stderr := e.run(nil, "pub", "--token", "dev-token-alice", "demo/general/messages", `"`+strings.Repeat("x", 100)+`"`)
 	if code != 1 || !strings.Contains(stderr, "message_too_large (42930)") || !strings.Contains(stderr, "MAX_MESSAGE_SIZE") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
