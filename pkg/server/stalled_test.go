@@ -111,8 +111,13 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	time.Sleep(window)
 	used := processCPU(t) - before
 	t.Logf("CPU while %d subscribers were stalled: %v in %v", stalledN, used, window)
-	if used > window/100 {
-		t.Errorf("the broker used %v of CPU in %v with nothing moving, want at most %v", used, window, window/100)
+	// A worker spinning on full sockets uses most of a core (6.3 s in 10 s
+	// with one stalled subscriber, before the retry timer); a quiet broker
+	// uses well under 1 % (35 ms in 10 s alone). The bound, 10 %, leaves
+	// room for a machine busy with other tests (364 ms measured there) and
+	// still fails on any spin.
+	if used > window/10 {
+		t.Errorf("the broker used %v of CPU in %v with nothing moving, want at most %v", used, window, window/10)
 	}
 	if st := s.hub.Stats(); st.Slow[hub.SlowWriteTimeout] != 0 {
 		t.Fatalf("%d closed before the write deadline", st.Slow[hub.SlowWriteTimeout])
