@@ -21,7 +21,7 @@ func openFDs(t testing.TB) int {
 // TestAbruptDropsReturnEverything opens 5,000 connections (half of them
 // authenticated and subscribed), drops them all without a close frame, and
 // checks that goroutines, file descriptors and tables return to where they
-// started (issue: no leak on abrupt disconnects).
+// started (no leak on abrupt disconnects).
 func TestAbruptDropsReturnEverything(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 5,000 sockets")

@@ -66,7 +66,7 @@ type Config struct {
 	OnClose func(*hub.Conn)
 	// Logger receives the session's logs (named "server"); nil means none.
 	Logger *zap.Logger
-	// Resume makes connections resumable (RESUME_SESSIONS, issue 16); its
+	// Resume makes connections resumable (RESUME_SESSIONS); its
 	// zero value keeps nothing across a dropped connection (resume.go).
 	Resume ResumeConfig
 	// Context is the node's base context: every backend call the session

@@ -9,7 +9,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// ResumeConfig configures resumable sessions (issue 16). A connection is
+// ResumeConfig configures resumable sessions. A connection is
 // resumable when Enabled (RESUME_SESSIONS) or its token says
 // persistentSession / persistent_session; it is kept for its token's
 // session expiry, else Expiry (RESUME_EXPIRY_SECONDS).
