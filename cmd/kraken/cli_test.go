@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
+	"github.com/NoLagApp/kraken/pkg/node/nodetest"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -64,18 +64,8 @@ func newCLIEnvWith(t *testing.T, cfg func(*session.Config)) *cliEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-		_ = tokens.Close()
-	})
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = tokens.Close() }) // runs after the node's shutdown
+	nodetest.Start(t, n, srv)
 	return &cliEnv{t: t, bin: bin, url: "ws://" + srv.Addr().String() + "/ws", srv: srv, node: n}
 }
 

@@ -1,7 +1,6 @@
 package metrics_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/node"
+	"github.com/NoLagApp/kraken/pkg/node/nodetest"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
@@ -85,17 +85,7 @@ func startWith(t *testing.T, edit func(*node.Config)) *broker {
 		t.Fatal(err)
 	}
 	n.AddReadyCheck("token_file", st.Ready)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	nodetest.Start(t, n, srv)
 	reg := metrics.NewRegistry(metrics.Sources{Components: []metrics.Component{n.Metrics("static", "local"), srv, st, cache},
 		Version: "test"})
 	hs := httptest.NewServer(metrics.Handler(reg))

@@ -18,6 +18,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	knode "github.com/NoLagApp/kraken/pkg/node"
+	"github.com/NoLagApp/kraken/pkg/node/nodetest"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
@@ -248,20 +249,7 @@ func startNode(t *testing.T, backlog int, mutate func(*hub.Config)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		t.Fatal(err)
-	}
+	nodetest.Start(t, n, s, l)
 	return &node{ws: s, mqtt: l}
 }
 

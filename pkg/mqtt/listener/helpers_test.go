@@ -15,6 +15,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	knode "github.com/NoLagApp/kraken/pkg/node"
+	"github.com/NoLagApp/kraken/pkg/node/nodetest"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -99,20 +100,7 @@ func startNodeWith(t testing.TB, mutate func(*testConfig), lmutate func(*listene
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		t.Fatal(err)
-	}
+	nodetest.Start(t, n, s, l)
 	return &node{node: n, ws: s, mqtt: l}
 }
 
