@@ -317,7 +317,10 @@ func TestPerConnectionIdleTimeout(t *testing.T) {
 	cs, cn := authedConn(h, short), authedConn(h, never)
 	cs.SetIdleTimeout(30 * time.Millisecond)
 	cn.SetIdleTimeout(-1)
-	eventually(t, "short idle released", func() bool { _, cl := short.counts(); return cl == 1 })
+	// The sweep releases it at every tick until the transport reports it
+	// closed (Hub.Closed, which this test transport never calls): at least
+	// once is what counts.
+	eventually(t, "short idle released", func() bool { _, cl := short.counts(); return cl >= 1 })
 	if r := cs.CloseReason(); r != disconnect.IdleTimeout {
 		t.Fatalf("close reason %v, want idle_timeout", r)
 	}
