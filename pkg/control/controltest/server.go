@@ -209,7 +209,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-s.release:
 		}
-		return
+		// A control plane that hangs never answers: returning normally
+		// would send an implicit 200 with no body, which a client still
+		// waiting (or a later request that raced onto this connection)
+		// would take for success. Abort the connection instead.
+		panic(http.ErrAbortHandler)
 	}
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, s.prefix+"/") {
 		http.NotFound(w, r)
