@@ -5,11 +5,12 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 )
 
 // TestSettingsDefaultsAreTheHubs: the defaults `kraken -h` and
 // `kraken print-env` document (pkg/config, which serve passes on as they
-// are) are the hub's own defaults for a zero field, so a component built
+// are) are the hub's and the MQTT listener's own defaults for a zero field, so a component built
 // without the settings (a test, an embedding program) behaves as the
 // broker does, and the two cannot drift apart unnoticed.
 func TestSettingsDefaultsAreTheHubs(t *testing.T) {
@@ -28,6 +29,8 @@ func TestSettingsDefaultsAreTheHubs(t *testing.T) {
 		{"FRAME_TIMEOUT_SECONDS", c.FrameTimeout, h.FrameTimeout},
 		{"REVALIDATE_INTERVAL_SECONDS", c.RevalidateInterval, h.RevalidateInterval},
 		{"RETAIN_TTL_SECONDS", c.RetainTTL, h.RetainTTL},
+		{"MQTT_MAX_INFLIGHT", c.MQTTMaxInflight, listener.DefaultMaxInflight},
+		{"MQTT_MAX_QUEUED_BYTES", c.MQTTMaxQueuedBytes, listener.DefaultMaxQueuedBytes},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, the hub's own default is %v", d.setting, d.got, d.want)

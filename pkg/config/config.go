@@ -28,6 +28,15 @@ type Config struct {
 	// §9) on Host, used when MQTTEnabled; 0 lets the operating system
 	// choose.
 	MQTTPort int
+	// MQTTMaxInflight bounds an MQTT connection's outbound QoS 1 and 2
+	// PUBLISHes awaiting acknowledgement (MQTT_MAX_INFLIGHT, 64, 1..32768);
+	// more wait in its queue (docs/mqtt.md).
+	MQTTMaxInflight int
+	// MQTTMaxQueuedBytes bounds the bytes of an MQTT connection's QoS 1 and
+	// 2 PUBLISHes waiting for an in-flight slot (MQTT_MAX_QUEUED_BYTES,
+	// 4194304, at least 1024); past it the connection is closed as a slow
+	// consumer.
+	MQTTMaxQueuedBytes int
 	// AdminAddr is the admin listener's host:port (ADMIN_ADDR,
 	// "127.0.0.1:9469"): /metrics, /ready, /health and /debug/pprof over
 	// net/http, apart from the WebSocket port. "off" disables it. 9469 is

@@ -33,9 +33,16 @@ type Publication struct {
 	// OQ-15). Either way it is first delivered like any publication.
 	Retain, ClearRetained bool
 	// AtMostOnce says the publisher asked for QoS 0: no subscriber gets it
-	// as an acknowledged (QoS 1) delivery (MQTT 3.1.1 §3.8.4: the minimum
-	// of the published and the granted QoS). It does not cross nodes.
+	// as an acknowledged (QoS 1 or 2) delivery (MQTT 3.1.1 §3.8.4: the
+	// minimum of the published and the granted QoS). It does not cross
+	// nodes.
 	AtMostOnce bool
+	// ExactlyOnce says the publisher asked for QoS 2: a QoS 2 subscription
+	// of a connection that acknowledges deliveries gets it at QoS 2, others
+	// at their own QoS (MQTT 3.1.1 §3.8.4). Without it, and without
+	// AtMostOnce, a publication is delivered at most at QoS 1. It does not
+	// cross nodes (another node delivers the message at QoS 1 at most).
+	ExactlyOnce bool
 	// NoGroups skips load-balanced groups: on a node of a cluster, a group
 	// gets each message from the bus, once cluster-wide (PublishGroup).
 	NoGroups bool
@@ -117,6 +124,7 @@ func (w *worker) fanOut(p *Publication) {
 			w.deliverSub(p, s, true)
 		}
 	})
+	w.one.deliver(w, p)
 	if w.grp.size() > 0 && !p.NoGroups {
 		for _, g := range w.grp.exact[p.Key] {
 			w.deliverGroup(p, g)
@@ -132,9 +140,18 @@ func (w *worker) fanOut(p *Publication) {
 // s has QoS 1, its connection takes that (an MQTT one) and p was not
 // published at most once.
 func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
-	if s.qos > 0 && s.c.qos1 && !p.AtMostOnce {
+	if s.c.qos1 && s.c.nsubs > 1 {
+		w.one.add(p, s, wildcard) // one copy per connection (onecopy.go)
+		return
+	}
+	w.deliverSubNow(p, s, wildcard)
+}
+
+// deliverSubNow is deliverSub without the one-copy selection.
+func (w *worker) deliverSubNow(p *Publication, s *sub, wildcard bool) {
+	if q := deliveryQoS(p, s.c, s.qos); q > 0 {
 		if s.accepts(p.Filter) && (p.Echo || s.c != p.Origin) {
-			w.deliverQoS1(p, s.c, s.pattern, wildcard, nil)
+			w.deliverQoS1(p, s.c, s.pattern, wildcard, nil, q)
 			w.deliveries.Add(1)
 		}
 		return

@@ -15,14 +15,18 @@ type QoS1Encoding interface {
 	MessageQoS1(m *wire.Message) (head, tail []byte)
 }
 
-// Acker is a Transport that tracks acknowledged deliveries in a bounded
-// in-flight window. Acquire is called on the connection's worker for each
-// QoS 1 delivery and returns the identifier's bytes to send between head
-// and tail; they must stay unmodified until the peer acknowledges them.
-// nil means the window is full: the hub closes the connection as a slow
-// consumer.
+// Acker is a Transport that acknowledges deliveries itself (an MQTT
+// in-flight window, MQTT 3.1.1 §4.3): Deliver is called on the
+// connection's worker for each acknowledged delivery, of QoS qos (1 or 2,
+// the minimum of the publication's and the subscription's), with head and
+// tail the delivery's shared, read-only parts (QoS1Encoding.MessageQoS1:
+// what goes before and after its packet identifier). The Acker sends it
+// now, on that worker, with Conn.WriteParts, or keeps head and tail to send
+// later from the worker (Hub.Run), in order; it returns false when it can
+// keep no more, and the hub then closes the connection as a slow consumer
+// (SlowInflight).
 type Acker interface {
-	Acquire() []byte
+	Deliver(c *Conn, head, tail []byte, qos uint8) bool
 }
 
 // qos1Capable reports whether a connection on t takes QoS 1 deliveries (its transport is an
@@ -33,24 +37,45 @@ func qos1Capable(t Transport) bool {
 	return ack && enc
 }
 
-// deliverQoS1 queues p to c as an acknowledged delivery; in its retained
-// form when re is not nil (sendRetained).
-func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding) {
+// deliveryQoS is the QoS of p's delivery to a subscription of QoS sub on
+// c: the minimum of both (MQTT 3.1.1 §3.8.4), 0 unless c acknowledges
+// deliveries.
+func deliveryQoS(p *Publication, c *Conn, sub uint8) uint8 {
+	if !c.qos1 || p.AtMostOnce {
+		return 0
+	}
+	if p.ExactlyOnce {
+		return min(sub, 2)
+	}
+	return min(sub, 1)
+}
+
+// deliverQoS1 hands p to c's Acker as an acknowledged delivery of QoS
+// qos; in its retained form when re is not nil (sendRetained).
+func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding, qos uint8) {
 	head, tail := w.frames.getQoS1(p, c, display, wildcard)
-	if head == nil {
+	if head == nil || c.Closing() {
 		return
 	}
 	if re != nil {
 		head = re.Retained(head)
 	}
-	id := c.t.(Acker).Acquire()
-	if id == nil {
+	if !c.t.(Acker).Deliver(c, head, tail, qos) {
 		if !c.Closing() { // counted once per connection, not per refused delivery
 			c.w.h.stats.slow[SlowInflight].Add(1)
 		}
 		c.closeWith(disconnect.New(disconnect.SlowConsumer))
-		return
 	}
+}
+
+// WriteParts queues one acknowledged delivery, head, its packet identifier
+// id and tail (Acker), to c from code running on c's worker (an Acker's
+// Deliver, or Hub.Run); they must stay unmodified until written. It is
+// flushed at the end of the worker's batch, and counted like any other
+// delivery against Config.OutboundMaxBytes (a slow consumer past it).
+func (c *Conn) WriteParts(head, id, tail []byte) {
+	w := c.w
+	w.mustOwn("WriteParts")
 	c.wmu.Lock()
 	if c.appendPartsLocked(head, id, tail) && len(c.out) == 3 {
 		w.touched = append(w.touched, c)

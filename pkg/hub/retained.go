@@ -131,8 +131,8 @@ func (w *worker) sendRetained(c *Conn, display, key string, wildcard bool, filte
 			return
 		}
 		re, _ := c.t.Encoding().(RetainedEncoding)
-		if qos > 0 && c.qos1 && !p.AtMostOnce {
-			w.deliverQoS1(p, c, display, wildcard, re)
+		if q := deliveryQoS(p, c, qos); q > 0 {
+			w.deliverQoS1(p, c, display, wildcard, re, q)
 			return
 		}
 		f := w.frames.get(p, c, display, wildcard)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -341,23 +342,34 @@ func (e *ackEncoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
 	return fmt.Appendf(nil, "<%d qos1 %s id ", e.id, m.Topic), []byte(">")
 }
 
-// ackTransport is a testTransport that is an Acker with a window of n.
+// ackTransport is a testTransport that is an Acker with a window of n:
+// it sends each delivery at once (Conn.WriteParts) with its QoS and a
+// counter as its identifier, and refuses one past the window.
 type ackTransport struct {
 	*testTransport
 	mu   sync.Mutex
 	n    int
 	next int
+	qos  []uint8 // of each delivery
 }
 
-func (t *ackTransport) Acquire() []byte {
+func (t *ackTransport) Deliver(c *Conn, head, tail []byte, qos uint8) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 {
-		return nil
+		return false
 	}
 	t.n--
 	t.next++
-	return fmt.Appendf(nil, "%d", t.next)
+	t.qos = append(t.qos, qos)
+	c.WriteParts(head, fmt.Appendf(nil, "%d", t.next), tail)
+	return true
+}
+
+func (t *ackTransport) qosOf() []uint8 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]uint8(nil), t.qos...)
 }
 
 // A QoS 1 subscription on an Acker transport gets head + its own
@@ -469,3 +481,60 @@ func TestOnClosingIsToldOnceAtTheCloseDecision(t *testing.T) {
 		t.Fatalf("told %d times, want 1", n)
 	}
 }
+
+// A delivery's QoS is the minimum of the publication's and the
+// subscription's (MQTT 3.1.1 §3.8.4): an ExactlyOnce publication reaches
+// a QoS 2 subscription at 2 and a QoS 1 one at 1; a plain one reaches a
+// QoS 2 subscription at 1.
+func TestDeliveryQoSIsTheMinimum(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	enc := &ackEncoding{textEncoding{id: 1}}
+	two := &ackTransport{testTransport: newTestTransport(enc), n: 10}
+	one := &ackTransport{testTransport: newTestTransport(enc), n: 10}
+	subscribeAndWait(t, h, authedConn(h, two), two.testTransport, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 2})
+	subscribeAndWait(t, h, authedConn(h, one), one.testTransport, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 1})
+	exactly := publication("a/b")
+	exactly.ExactlyOnce = true
+	h.Publish(exactly)
+	h.Publish(publication("a/b"))
+	eventually(t, "two deliveries each", func() bool { return len(two.qosOf()) == 2 && len(one.qosOf()) == 2 })
+	if got := fmt.Sprint(two.qosOf(), one.qosOf()); got != "[2 1] [1 1]" {
+		t.Fatalf("delivery QoS (QoS 2 subscriber, QoS 1 subscriber) = %s, want [2 1] [1 1]", got)
+	}
+}
+
+// A connection that acknowledges deliveries (MQTT) gets one copy of a
+// publication matching several of its subscriptions, at the highest QoS
+// among them [MQTT-3.3.5-1]; a WebSocket connection gets one per
+// subscription (wire-reference.md §6.1).
+func TestOverlappingSubscriptionsGiveMQTTOneCopy(t *testing.T) {
+	h := startHub(t, Config{Workers: 2})
+	enc := &ackEncoding{textEncoding{id: 1}}
+	mq := &ackTransport{testTransport: newTestTransport(enc), n: 100}
+	c := authedConn(h, mq)
+	subscribeAndWait(t, h, c, mq.testTransport, SubSpec{Pattern: "a/b", Key: "app/a/b", QoS: 0})
+	subscribeAndWait(t, h, c, mq.testTransport, SubSpec{Pattern: "a/#", Key: "app/a/#", Wildcard: true, QoS: 1})
+	subscribeAndWait(t, h, c, mq.testTransport, SubSpec{Pattern: "+/b", Key: "app/+/b", Wildcard: true, QoS: 0})
+	ws := newTestTransport(&textEncoding{id: 0})
+	w := authedConn(h, ws)
+	subscribeAndWait(t, h, w, ws, SubSpec{Pattern: "a/b", Key: "app/a/b"})
+	subscribeAndWait(t, h, w, ws, SubSpec{Pattern: "a/#", Key: "app/a/#", Wildcard: true})
+
+	for range 3 {
+		h.Publish(publication("a/b"))
+	}
+	eventually(t, "websocket copies", func() bool { return strings.Count(ws.peek(), "<0 msg") == 6 })
+	eventually(t, "mqtt copies", func() bool { return len(mq.qosOf()) == 3 })
+	time.Sleep(20 * time.Millisecond) // room for a wrong extra copy
+	if got := mq.written(); got != "<1 qos1 a/# id 1><1 qos1 a/# id 2><1 qos1 a/# id 3>" {
+		t.Fatalf("MQTT connection got %q, want three copies at QoS 1 on the a/# subscription", got)
+	}
+	h.Publish(publication("x/b")) // matches one subscription only
+	eventually(t, "single match", func() bool { return mq.size() > 0 })
+	if got := mq.written(); got != "<1 msg +/b from alice src x/b>" {
+		t.Fatalf("single match %q", got)
+	}
+}
+
+// peek returns what was written without consuming it.
+func (t *testTransport) peek() string { t.mu.Lock(); defer t.mu.Unlock(); return t.out.String() }

@@ -64,6 +64,7 @@ type worker struct {
 	unwanted        []unwanted       // interest lost during the batch, cleared at its end
 	marks           marks            // pending interest marks on this worker (interest.mu)
 	frames          frameCache
+	one             oneCopy // the subscription each MQTT connection gets a publication on (onecopy.go)
 	retained        retainedStore
 	clock           int64 // unix ns, refreshed once per batch
 }

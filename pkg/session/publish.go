@@ -95,7 +95,7 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 	}
 	pub := &hub.Publication{Key: res.Key, Topic: cmd.Topic, Filter: filter, Origin: c, Echo: cmd.Echo,
 		Retain: cmd.Retain, ClearRetained: cmd.Retain && len(data) == 1 && data[0] == 0xc0, NoGroups: p.multi,
-		AtMostOnce: cmd.QoS == 0}
+		AtMostOnce: cmd.QoS == 0, ExactlyOnce: cmd.QoS == 2}
 	pub.Msg = wire.Message{Topic: cmd.Topic, Data: append([]byte(nil), data...), Filter: filter,
 		From: g.ActorTokenID, FromType: "actor", Timestamp: now.UnixMilli()}
 	if p.cfg.RecordMessages {

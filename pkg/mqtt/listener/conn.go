@@ -29,7 +29,8 @@ type conn struct {
 
 	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
-	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
+	window   *inflight           // outbound QoS 1 and 2 in flight and waiting; made by the first such SUBSCRIBE
+	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL; nil until the first
 }
 
 // Encoding implements hub.Transport: MQTT packets.
@@ -93,8 +94,8 @@ func (st *conn) Write(r session.Reply) {
 }
 
 // pubAck is the acknowledgement of a PUBLISH of QoS qos: PUBACK for 1,
-// PUBREC for 2 (QoS 2 is best effort: the message goes on at once), nil
-// for 0.
+// PUBREC for 2 (the message goes on at once; its identifier is held until
+// PUBREL, publish), nil for 0.
 func pubAck(qos byte, id uint16) []byte {
 	switch qos {
 	case 1:

@@ -14,17 +14,20 @@
 // reactor keeps a half-received tail), and maps packets to
 // session commands: CONNECT to `auth`, PUBLISH to `publish`, each filter of
 // SUBSCRIBE and UNSUBSCRIBE to `subscribe` and `unsubscribe`. Replies come
-// back as Reply kinds and become CONNACK, PUBACK, SUBACK and UNSUBACK; the
-// hub builds deliveries in Encoding (ID 1): a QoS 0 PUBLISH built once per
-// publication and topic, or for a QoS 1 subscription (hub.QoS1Encoding)
-// the head and payload of a QoS 1 PUBLISH, built once, with a Packet
-// Identifier of the connection's in-flight window (hub.Acker, inflight.go)
-// between them.
+// back as Reply kinds and become CONNACK, PUBACK, PUBREC, SUBACK and
+// UNSUBACK; the hub builds deliveries in Encoding (ID 1): a QoS 0 PUBLISH
+// built once per publication and topic, or for a QoS 1 or 2 subscription
+// (hub.QoS1Encoding) the head and payload of a QoS 1 PUBLISH, built once,
+// which the connection's in-flight window (hub.Acker, inflight.go) sends
+// on the worker with a Packet Identifier of its own between them (and the
+// QoS bits of 2 in a copy of the head), or keeps in its queue until an
+// acknowledgement frees a slot. Inbound QoS 2 is exactly once: the
+// identifiers between PUBLISH and PUBREL are remembered on the reader.
 //
 // There is no goroutine or timer per connection: the hub's sweep closes a
 // connection without CONNECT at its auth deadline, and one silent for 1.5 ×
 // its keep-alive through hub.Conn.SetIdleTimeout.
 //
-// What is not supported (docs/mqtt.md): outbound QoS 2 (granted as 1),
-// persistent sessions (every session is clean), will messages, TLS.
+// What is not supported (docs/mqtt.md): persistent sessions (every
+// session is clean), will messages, TLS.
 package listener

@@ -1,46 +1,130 @@
 package listener
 
-import "sync"
+import (
+	"sync"
+	"time"
 
-// inflight is a connection's window of outbound QoS 1 PUBLISHes not yet
-// acknowledged: the hub's worker takes a Packet Identifier for each
-// delivery (Acquire), the reader gives it back on PUBACK (release). Its
-// identifier bytes are what the hub queues between a PUBLISH's shared head
-// and tail, so a slot is reused only once its PUBACK came, when they have
-// long been written. A full window is a slow consumer (the hub closes the
-// connection). Sessions are clean, so nothing is resent after a reconnect
-// (MQTT 3.1.1 §4.4 resends only for a persistent session).
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// The states of an in-flight slot: what its outbound PUBLISH waits for
+// (MQTT 3.1.1 §4.3.2, §4.3.3).
+const (
+	slotFree    uint8 = iota
+	slotPuback        // a QoS 1 PUBLISH sent, PUBACK awaited
+	slotPubrec        // a QoS 2 PUBLISH sent, PUBREC awaited
+	slotPubcomp       // PUBREL sent for a QoS 2 PUBLISH, PUBCOMP awaited
+)
+
+// inflight is a connection's window of outbound QoS 1 and QoS 2 PUBLISHes
+// not yet acknowledged, and the queue of those waiting for a free slot.
+//
+// Every outbound acknowledged PUBLISH is sent by the connection's worker:
+// the hub calls Deliver there for each one, and it goes out at once (a
+// fresh Packet Identifier between the shared head and tail,
+// hub.Conn.WriteParts) while the window has room and nothing waits, else
+// it waits in the queue. An acknowledgement frees its slot on the reader
+// (release); when messages wait, the reader posts one drain to the worker
+// (hub.Hub.Run), which sends as many as the window then takes. So a
+// connection's PUBLISHes leave in the order the worker delivered them
+// [MQTT-4.6.0-6], whoever frees the slots, and nobody waits or spins.
+//
+// A full window throttles instead of closing: the queue is bounded by
+// bytes (maxQueued), and only a client that acknowledges nothing for the
+// write deadline while messages wait, or lets the queue pass its bound, is
+// a slow consumer (Deliver returns false; the hub closes it). A slot's
+// identifier bytes are what the hub queues between head and tail, so a slot
+// is reused only once its acknowledgement came, when they have long been
+// written. The mutex is held by the worker (Deliver, drain) and the reader
+// (release), never across a socket write.
 type inflight struct {
-	mu   sync.Mutex
-	ids  []uint16 // the outstanding identifiers by slot, 0 for a free slot
-	buf  []byte   // two bytes per slot: the identifier, big-endian
-	next uint16   // the last identifier given
-	n    int      // outstanding
+	mu        sync.Mutex
+	ids       []uint16 // the outstanding identifiers by slot, 0 for a free slot
+	state     []uint8  // slotFree, slotPuback, slotPubrec, slotPubcomp by slot
+	buf       []byte   // two bytes per slot: the identifier, big-endian
+	next      uint16   // the last identifier given
+	n         int      // outstanding
+	queue     []queued // waiting for a slot, oldest first from head
+	head      int      // the first waiting entry of queue
+	queued    int      // bytes waiting
+	maxQueued int      // bound of queued
+	deadline  int64    // ns: no acknowledgement for this long while messages wait is a slow consumer
+	progress  int64    // unix ns of the last acknowledgement, or when messages began to wait
+	draining  bool     // a drain is posted to the worker and has not run yet
+	drainFn   func(*hub.Conn)
+	h         *hub.Hub
 }
 
-func newInflight(window int) *inflight {
-	return &inflight{ids: make([]uint16, window), buf: make([]byte, 2*window)}
+// queued is one delivery waiting for a slot: its shared parts and QoS.
+type queued struct {
+	head, tail []byte
+	qos        uint8
 }
 
-// acquire returns the bytes of a fresh identifier, or nil when the window
-// is full.
-func (f *inflight) acquire() []byte {
+func newInflight(h *hub.Hub, window, maxQueued int, deadline time.Duration) *inflight {
+	f := &inflight{ids: make([]uint16, window), state: make([]uint8, window), buf: make([]byte, 2*window),
+		maxQueued: maxQueued, deadline: int64(deadline), h: h}
+	f.drainFn = f.drain
+	return f
+}
+
+// Deliver implements hub.Acker, on the connection's worker: one
+// acknowledged delivery of QoS qos, sent now or queued (inflight). false
+// when the queue is over its bound or the client acknowledged nothing for
+// the write deadline while messages waited: a slow consumer.
+func (st *conn) Deliver(c *hub.Conn, head, tail []byte, qos uint8) bool {
+	f := st.window
+	if f == nil { // made before any QoS ≥ 1 subscription reaches the hub (subscribe)
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n == len(f.ids) {
-		return nil
+	if f.head == len(f.queue) && f.n < len(f.ids) {
+		f.send(c, head, tail, qos)
+		return true
 	}
+	now := time.Now().UnixNano()
+	if f.head == len(f.queue) {
+		f.progress = now // the clock of the write deadline starts with the first waiting message
+	} else if f.deadline > 0 && now-f.progress > f.deadline {
+		return false
+	}
+	n := len(head) + len(tail)
+	if f.queued+n > f.maxQueued {
+		return false
+	}
+	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos})
+	f.queued += n
+	return true
+}
+
+// send writes one delivery with a fresh identifier, on the worker, with
+// f.mu held and a slot free.
+func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
+	state := slotPuback
+	if qos == 2 {
+		state = slotPubrec
+		h := append([]byte(nil), head...) // the shared head is QoS 1's
+		h[0] = h[0]&^0x06 | 0x04
+		head = h
+	}
+	c.WriteParts(head, f.take(state), tail)
+}
+
+// take gives a free slot a fresh identifier in state and returns the
+// identifier's bytes. f.mu held, f.n below the window.
+func (f *inflight) take(state uint8) []byte {
 	id := f.nextFree()
 	for i, v := range f.ids {
 		if v == 0 {
-			f.ids[i] = id
+			f.ids[i], f.state[i] = id, state
 			f.n++
 			b := f.buf[2*i : 2*i+2 : 2*i+2]
 			b[0], b[1] = byte(id>>8), byte(id)
 			return b
 		}
 	}
-	return nil
+	panic("mqtt: inflight.take with a full window")
 }
 
 // nextFree is the next identifier after f.next, skipping 0 and those still
@@ -64,24 +148,61 @@ func (f *inflight) nextFree() uint16 {
 	}
 }
 
-// release frees id's slot; an identifier not outstanding is ignored.
-func (f *inflight) release(id uint16) {
+// ack handles, on the reader, an acknowledgement of kind want (slotPuback
+// for PUBACK, slotPubrec for PUBREC, slotPubcomp for PUBCOMP) for id: a
+// PUBACK or PUBCOMP frees its slot, a PUBREC moves it to slotPubcomp. It
+// reports whether id was in that state (an acknowledgement of nothing
+// outstanding, or of the wrong kind, is ignored [MQTT-4.3.3]). A freed slot
+// with messages waiting posts one drain to the connection's worker.
+func (f *inflight) ack(c *hub.Conn, id uint16, want uint8) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, v := range f.ids {
-		if v == id && id != 0 {
-			f.ids[i] = 0
-			f.n--
-			return
+		if v != id || id == 0 || f.state[i] != want {
+			continue
 		}
+		f.progress = time.Now().UnixNano()
+		if want == slotPubrec {
+			f.state[i] = slotPubcomp
+			return true
+		}
+		f.ids[i], f.state[i] = 0, slotFree
+		f.n--
+		if f.head < len(f.queue) && !f.draining {
+			f.draining = true
+			f.h.Run(c, f.drainFn)
+		}
+		return true
+	}
+	return false
+}
+
+// drain runs on the connection's worker (Hub.Run): it sends the waiting
+// deliveries the window now takes, oldest first.
+func (f *inflight) drain(c *hub.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.draining = false
+	for f.head < len(f.queue) && f.n < len(f.ids) && !c.Closing() {
+		q := f.queue[f.head]
+		f.queue[f.head] = queued{}
+		f.head++
+		f.queued -= len(q.head) + len(q.tail)
+		f.send(c, q.head, q.tail, q.qos)
+	}
+	if f.head == len(f.queue) { // empty: reuse the array from its start
+		f.queue, f.head = f.queue[:0], 0
+	} else if f.head > len(f.queue)/2 && f.head > 64 { // mostly sent: move the rest down
+		n := copy(f.queue, f.queue[f.head:])
+		clear(f.queue[n:])
+		f.queue, f.head = f.queue[:n], 0
 	}
 }
 
-// Acquire implements hub.Acker, on the connection's worker: nil when the
-// window is full (it exists before any QoS 1 subscription, subscribe).
-func (st *conn) Acquire() []byte {
-	if st.window == nil {
-		return nil
-	}
-	return st.window.acquire()
+// waiting returns the number of deliveries waiting for a slot and their
+// bytes.
+func (f *inflight) waiting() (n, bytes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue) - f.head, f.queued
 }

@@ -24,10 +24,17 @@ type Config struct {
 	// MaxInputBacklog bounds a connection's received but unprocessed bytes
 	// (disconnect.InputOverflow above it). 0 means 4 × MaxPacketSize.
 	MaxInputBacklog int
-	// MaxInflight bounds a connection's outbound QoS 1 PUBLISHes awaiting
-	// their PUBACK; one more closes the connection as a slow consumer. 0
-	// means 64.
+	// MaxInflight bounds a connection's outbound QoS 1 and 2 PUBLISHes
+	// awaiting their acknowledgement (MQTT_MAX_INFLIGHT); more wait in its
+	// queue until acknowledgements come (inflight.go). 0 means 64; at most
+	// 32,768.
 	MaxInflight int
+	// MaxQueuedBytes bounds the bytes of a connection's outbound QoS 1 and
+	// 2 PUBLISHes waiting for a free in-flight slot (MQTT_MAX_QUEUED_BYTES);
+	// one more closes the connection as a slow consumer, as does a client
+	// that acknowledges nothing for the hub's write deadline while messages
+	// wait. 0 means 4 MiB.
+	MaxQueuedBytes int
 	// Logger receives the listener's logs (named "mqtt"); nil means none.
 	Logger *zap.Logger
 }
@@ -41,13 +48,24 @@ func (c *Config) setDefaults() {
 		c.MaxInputBacklog = 4 * c.MaxPacketSize
 	}
 	if c.MaxInflight <= 0 {
-		c.MaxInflight = 64
+		c.MaxInflight = DefaultMaxInflight
 	}
 	c.MaxInflight = min(c.MaxInflight, 1<<15)
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
 }
+
+// DefaultMaxInflight is Config.MaxInflight's default: 64 outbound QoS 1
+// and 2 PUBLISHes awaiting acknowledgement per connection.
+const DefaultMaxInflight = 64
+
+// DefaultMaxQueuedBytes is Config.MaxQueuedBytes's default, 4 MiB, the
+// hub's default outbound bound (OUTBOUND_MAX_BYTES).
+const DefaultMaxQueuedBytes = 4 << 20
 
 // Listener serves MQTT 3.1.1 clients on one address, on its own netpoll
 // event loop (pkg/reactor; netpoll's pollers are shared by the process), as

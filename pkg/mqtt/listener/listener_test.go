@@ -2,6 +2,7 @@ package listener_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,9 @@ func TestProtocolErrorsClose(t *testing.T) {
 
 // A WebSocket publish reaches an MQTT subscriber (a str data as its text, a
 // map as its MessagePack), and an MQTT publish reaches a WebSocket
-// subscriber, data a bin of the payload (OQ-27).
+// subscriber, data a bin of the payload (OQ-27). The MQTT subscriber's two
+// matching subscriptions give it one copy at their highest QoS
+// [MQTT-3.3.5-1].
 func TestCrossTransportDelivery(t *testing.T) {
 	n := startNode(t, nil)
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
@@ -105,19 +108,15 @@ func TestCrossTransportDelivery(t *testing.T) {
 	ws.ExpectType("subscribed")
 
 	ws.Send("type", "publish", "topic", topic, "data", "hello from alice")
-	for range 2 { // one delivery per matching subscription
-		if tp, payload := m.expectPublish(); tp != topic || string(payload) != "hello from alice" {
-			t.Fatalf("PUBLISH %q %q", tp, payload)
-		}
+	if tp, payload := m.expectPublish(); tp != topic || string(payload) != "hello from alice" {
+		t.Fatalf("PUBLISH %q %q", tp, payload)
 	}
 	ws.ExpectType("message")
 
 	ws.Send("type", "publish", "topic", topic, "data", map[string]any{"text": "hi"})
 	want := testpeer.Map("text", "hi")
-	for range 2 {
-		if _, payload := m.expectPublish(); !bytes.Equal(payload, want) {
-			t.Fatalf("payload % x, want the msgpack % x", payload, want)
-		}
+	if _, payload := m.expectPublish(); !bytes.Equal(payload, want) {
+		t.Fatalf("payload % x, want the msgpack % x", payload, want)
 	}
 	ws.ExpectType("message")
 
@@ -127,11 +126,11 @@ func TestCrossTransportDelivery(t *testing.T) {
 	if d, ok := f.Map["data"].([]byte); !ok || string(d) != "from a device\xff" {
 		t.Fatalf("data %#v, want the bin of the payload", f.Map["data"])
 	}
-	for range 2 { // MQTT has no "no local" in 3.1.1: the publisher gets its copies
-		if _, payload := m.expectPublish(); string(payload) != "from a device\xff" {
-			t.Fatalf("echo %q", payload)
-		}
+	// MQTT has no "no local" in 3.1.1: the publisher gets its copy.
+	if _, payload := m.expectPublish(); string(payload) != "from a device\xff" {
+		t.Fatalf("echo %q", payload)
 	}
+	m.expectNothing(100 * time.Millisecond) // one copy, not one per subscription
 }
 
 // A SUBSCRIBE gets one SUBACK with a code per filter: 0x80 for a filter
@@ -280,15 +279,13 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // Outbound QoS 1: a QoS 1 subscription gets QoS 1 PUBLISHes with their own
-// Packet Identifiers, a QoS 0 one or a QoS 0 publish QoS 0, a QoS 2
-// request is granted 1; a subscriber that never acknowledges is closed
-// once its in-flight window is full.
+// Packet Identifiers, a QoS 0 one or a QoS 0 publish QoS 0.
 func TestOutboundQoS1(t *testing.T) {
 	n := startNode(t, nil)
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
-	m.send(subscribeQoS(1, 2, topic))
+	m.send(subscribeQoS(1, 1, topic))
 	if body := m.expect(0x90); !bytes.Equal(body, []byte{0, 1, 1}) {
-		t.Fatalf("SUBACK % x, want QoS 2 granted as 1", body)
+		t.Fatalf("SUBACK % x, want QoS 1 granted", body)
 	}
 	zero := connected(t, n.mqttAddr(), "dev-token-bob")
 	zero.send(subscribeQoS(1, 0, topic))
@@ -323,22 +320,65 @@ func TestOutboundQoS1(t *testing.T) {
 
 }
 
-// A subscriber that never acknowledges is closed as a slow consumer once
-// its in-flight window is full.
-func TestInflightWindowFull(t *testing.T) {
+// A full in-flight window throttles: the next messages wait until
+// acknowledgements free slots, then go out in order; nothing is closed.
+func TestInflightWindowThrottles(t *testing.T) {
 	n := startNodeWith(t, nil, func(c *listener.Config) { c.MaxInflight = 4 })
 	m := connected(t, n.mqttAddr(), "dev-token-bob")
 	m.send(subscribePkt(1, topic))
 	m.expect(0x90)
 	ws := testpeer.Dial(t, n.wsAddr())
 	ws.Auth("dev-token-alice")
-	for i := range 5 {
-		ws.Send("type", "publish", "topic", topic, "data", i, "echo", false)
+	const total = 50
+	for i := range total {
+		ws.Send("type", "publish", "topic", topic, "data", fmt.Sprint(i), "echo", false)
 	}
+	var ids []uint16
 	for range 4 {
-		if _, _, q, _ := m.expectPublishNoAck(); q != 1 {
+		_, p, q, id := m.expectPublishNoAck()
+		if q != 1 {
 			t.Fatal("not QoS 1")
 		}
+		ids = append(ids, id)
+		_ = p
+	}
+	m.expectNothing(150 * time.Millisecond) // the window is full: the rest wait
+	next := 4
+	for len(ids) > 0 {
+		id := ids[0]
+		ids = ids[1:]
+		m.send([]byte{0x40, 2, byte(id >> 8), byte(id)})
+		if next < total {
+			_, p, q, nid := m.expectPublishNoAck()
+			if q != 1 || string(p) != fmt.Sprint(next) {
+				t.Fatalf("after a PUBACK got qos %d %q, want message %d", q, p, next)
+			}
+			next++
+			ids = append(ids, nid)
+		}
+	}
+	m.send(pkt(0xc0))
+	m.expect(0xd0)
+	if got := n.node.Stats().Hub.SlowConsumers; got != 0 {
+		t.Fatalf("%d slow consumers, want none", got)
+	}
+}
+
+// A subscriber that acknowledges nothing is closed as a slow consumer once
+// the messages waiting behind its full window pass the queue bound.
+func TestInflightQueueBound(t *testing.T) {
+	n := startNodeWith(t, nil, func(c *listener.Config) { c.MaxInflight = 2; c.MaxQueuedBytes = 1000 })
+	m := connected(t, n.mqttAddr(), "dev-token-bob")
+	m.send(subscribePkt(1, topic))
+	m.expect(0x90)
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	payload := strings.Repeat("x", 100)
+	for range 20 { // 2 in flight, ~9 × ~120 B fit the queue, the next does not
+		ws.Send("type", "publish", "topic", topic, "data", payload, "echo", false)
+	}
+	for range 2 {
+		m.expectPublishNoAck()
 	}
 	m.expectClosed()
 	waitFor(t, func() bool { return n.node.Stats().Hub.SlowConsumers == 1 })

@@ -3,6 +3,7 @@ package listener_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -125,5 +126,51 @@ func TestMosquittoRetained(t *testing.T) {
 	ws.ExpectType("subscribed")
 	if f := ws.ExpectType("message"); !bytes.Equal(f.Map["data"].([]byte), []byte("kept")) {
 		t.Fatalf("retained for the SDK: %s", f)
+	}
+}
+
+// TestMosquittoSubBurstQoS1: `mosquitto_sub -q 1 -C 1000` gets all of a
+// burst of 1,000 QoS 1 messages, in order, though the in-flight window is
+// 64: the rest wait for its PUBACKs instead of closing it as a slow
+// consumer. Twenty runs, each a fresh subscriber; the publisher's token
+// allows the burst (RATE_LIMIT).
+func TestMosquittoSubBurstQoS1(t *testing.T) {
+	needMosquitto(t)
+	const total, runs = 1000, 20
+	n := startNode(t, func(c *testConfig) { c.RateLimit = 100000 })
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	for run := range runs {
+		before := n.node.Stats().Hub.Subscriptions
+		done := make(chan string, 1)
+		go func() {
+			host, port, _ := net.SplitHostPort(n.mqttAddr())
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "mosquitto_sub", "-h", host, "-p", port, "-u", "device", "-P", "dev-token-bob",
+				"-t", topic, "-q", "1", "-C", fmt.Sprint(total)).CombinedOutput()
+			if err != nil {
+				out = append(out, " (exit: "+err.Error()+")"...)
+			}
+			done <- string(out)
+		}()
+		waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions > before })
+		for i := range total {
+			ws.Send("type", "publish", "topic", topic, "data", fmt.Sprint(i), "echo", false)
+		}
+		out := <-done
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != total {
+			t.Fatalf("run %d: mosquitto_sub printed %d lines, want %d; last: %q", run, len(lines), total, lines[len(lines)-1])
+		}
+		for i, l := range lines {
+			if l != fmt.Sprint(i) {
+				t.Fatalf("run %d: line %d is %q, want %d (in order)", run, i, l, i)
+			}
+		}
+		waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions == before })
+	}
+	if got := n.node.Stats().Hub.SlowConsumers; got != 0 {
+		t.Fatalf("%d slow consumers, want none", got)
 	}
 }

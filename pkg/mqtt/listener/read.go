@@ -15,9 +15,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
 
-// maxGrantedQoS is the highest QoS a SUBACK grants: QoS 2 is downgraded to
-// 1 (MQTT 3.1.1 §3.9.3 lets the server grant less).
-const maxGrantedQoS = 1
+// maxGrantedQoS is the highest QoS a SUBACK grants: every QoS is granted
+// as requested (MQTT 3.1.1 §3.9.3).
+const maxGrantedQoS = 2
 
 var (
 	packetPool  = sync.Pool{New: func() any { return new(packet.Packet) }}
@@ -107,7 +107,12 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 	case packet.TypePublish:
 		l.publish(st, p)
 	case packet.TypePubrel:
-		st.write(packet.AppendPubcomp(nil, p.PacketID)) // QoS 2, best effort: published on PUBLISH
+		// The end of an inbound QoS 2 exchange: the identifier may be used
+		// again for a new message [MQTT-4.3.3-2]. PUBCOMP even for an
+		// identifier not held (a retransmitted PUBREL after our PUBCOMP was
+		// lost).
+		delete(st.received, p.PacketID)
+		st.write(packet.AppendPubcomp(nil, p.PacketID))
 	case packet.TypeSubscribe:
 		l.subscribe(st, p)
 	case packet.TypeUnsubscribe:
@@ -118,10 +123,19 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
 	case packet.TypePuback:
 		if st.window != nil {
-			st.window.release(p.PacketID)
+			st.window.ack(st.Conn, p.PacketID, slotPuback)
 		}
-	case packet.TypePubrec, packet.TypePubcomp:
-		// Acknowledgements of outbound QoS 2: none is sent.
+	case packet.TypePubrec:
+		// Our QoS 2 PUBLISH was received: PUBREL [MQTT-4.3.3-1], also for
+		// a retransmitted PUBREC (its PUBREL was lost).
+		if st.window != nil {
+			st.window.ack(st.Conn, p.PacketID, slotPubrec)
+		}
+		st.write(packet.AppendPubrel(nil, p.PacketID))
+	case packet.TypePubcomp:
+		if st.window != nil {
+			st.window.ack(st.Conn, p.PacketID, slotPubcomp)
+		}
 	}
 }
 
@@ -182,12 +196,27 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 // as MQTT does. QoS 1 is acknowledged with PUBACK, QoS 2 with PUBREC,
 // whether the publish was accepted or refused (OQ-27; the session logs the
 // refusal, such as a topic beginning with '$', which is the server's).
+//
+// QoS 2 is exactly once: the Packet Identifier is remembered from the
+// PUBLISH to its PUBREL, and a PUBLISH with an identifier still remembered
+// (the client's retransmission, DUP or not) is answered with PUBREC and
+// not published again (MQTT 3.1.1 §4.3.3, Figure 4.3, method B).
 func (l *Listener) publish(st *conn, p *packet.Packet) {
+	if p.QoS == 2 {
+		if _, dup := st.received[p.PacketID]; dup {
+			st.write(packet.AppendPubrec(nil, p.PacketID))
+			return
+		}
+		if st.received == nil {
+			st.received = make(map[uint16]struct{})
+		}
+		st.received[p.PacketID] = struct{}{}
+	}
 	cmd := getCommand()
 	defer putCommand(cmd)
 	cmd.Type, cmd.Topic, cmd.HasTopic = "publish", string(p.Topic), true
 	cmd.Data, cmd.HasData = Data(p.Payload, p.Retain), true
-	cmd.Echo, cmd.Retain, cmd.QoS = true, p.Retain, int(min(p.QoS, 1))
+	cmd.Echo, cmd.Retain, cmd.QoS = true, p.Retain, int(p.QoS)
 	if p.QoS > 0 {
 		cmd.MsgRef = "mqtt" // answered (KindPublished or KindError), hence acknowledged
 	}
@@ -212,13 +241,13 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 	defer putCommand(cmd)
 	for i, f := range p.Filters {
 		if f.QoS > 0 && st.window == nil {
-			// The in-flight window of outbound QoS 1, made before the first
-			// QoS 1 subscription reaches the hub (whose worker then reads
-			// it, conn.Acquire): a QoS 0 client never pays for it.
-			st.window = newInflight(l.cfg.MaxInflight)
+			// The in-flight window of outbound QoS 1 and 2, made before the
+			// first such subscription reaches the hub (whose worker then
+			// reads it, conn.Deliver): a QoS 0 client never pays for it.
+			st.window = newInflight(l.hub, l.cfg.MaxInflight, l.cfg.MaxQueuedBytes, l.hub.Config().WriteTimeout)
 		}
 		cmd.Reset()
-		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, 1))
+		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, maxGrantedQoS))
 		l.command(st, p, i == len(p.Filters)-1, cmd)
 		if st.Closing() {
 			return

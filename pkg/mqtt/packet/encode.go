@@ -34,6 +34,13 @@ func AppendPubrec(dst []byte, packetID uint16) []byte {
 	return appendAck(dst, byte(TypePubrec)<<4, packetID)
 }
 
+// AppendPubrel appends a PUBREL for packetID, the server's answer to a
+// PUBREC of its own QoS 2 PUBLISH (fixed header flags 0010,
+// [MQTT-3.6.1-1]).
+func AppendPubrel(dst []byte, packetID uint16) []byte {
+	return appendAck(dst, byte(TypePubrel)<<4|0x02, packetID)
+}
+
 // AppendPubcomp appends a PUBCOMP for packetID, the answer to a PUBREL
 // (§3.7): 0x70 0x02 and the identifier.
 func AppendPubcomp(dst []byte, packetID uint16) []byte {
