@@ -66,6 +66,11 @@ const (
 	// HTTPDone: a plain HTTP request (/health, an error answer) was
 	// answered; no close frame.
 	HTTPDone
+	// SessionTakenOver: a new MQTT connection with the same client
+	// identifier (and actor) took the session over [MQTT-3.1.4-2]; 1000
+	// for MQTT over WebSocket, and no reconnect (the client would take it
+	// back).
+	SessionTakenOver
 
 	numReasons
 )
@@ -99,6 +104,7 @@ var table = [numReasons]entry{
 	TooLarge:         {ws.StatusMessageTooBig, "frame too large", false, "too_large"},
 	HandshakeTimeout: {0, "", true, "handshake_timeout"},
 	HTTPDone:         {0, "", false, "http_done"},
+	SessionTakenOver: {ws.StatusNormalClosure, "session_taken_over", false, "session_taken_over"},
 }
 
 // Code returns the close code sent for r, or 0 when r sends no close frame.

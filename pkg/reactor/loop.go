@@ -52,6 +52,15 @@ type Handler[C Conn] interface {
 	Process(st C, buf []byte) (used int, complete bool)
 }
 
+// Closer is a Handler that is told when a connection it opened has
+// closed: Closed runs from netpoll's close callback, after hub.Hub.Closed,
+// once per connection; Process never runs for st again and is not running
+// (netpoll runs close callbacks only once OnRequest has returned). It must
+// not block. The MQTT listener publishes a client's will there.
+type Closer[C Conn] interface {
+	Closed(st C)
+}
+
 // Config configures a Loop. Hub and MaxInputBacklog are required.
 type Config struct {
 	// Hub is the worker pool the connections are registered with: its
@@ -195,8 +204,12 @@ func (l *Loop[C]) onPrepare(nc netpoll.Connection) context.Context {
 	}
 	st := l.h.Open(sock)
 	c := st.Record()
+	closer, _ := l.h.(Closer[C])
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		l.cfg.Hub.Closed(c)
+		if closer != nil {
+			closer.Closed(st)
+		}
 		return nil
 	})
 	return st

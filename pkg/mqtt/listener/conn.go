@@ -29,6 +29,9 @@ type conn struct {
 
 	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
+	will      *will  // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
+	clientKey string // actor and client identifier, in the listener's clients; "" for none (clients.go)
+
 	window   *inflight           // outbound QoS 1 and 2 in flight and waiting; made by the first such SUBSCRIBE
 	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL; nil until the first
 }

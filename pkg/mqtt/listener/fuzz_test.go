@@ -45,12 +45,29 @@ var (
 	fuzzSetup error
 )
 
-// FuzzProcess feeds arbitrary bytes, after an optional valid CONNECT, to a
-// connection's packet handling (the session protocol and hub behind it):
-// nothing may panic, and a refused packet leaves the connection closing.
+// FuzzProcess feeds arbitrary bytes, after an optional valid CONNECT (with
+// a will on a/w and client identifier "c"), to the packet handling of two
+// connections in turn (the session protocol and hub behind them), so the
+// second's CONNECT takes the first over; then both end, publishing the
+// wills they still hold. The seeds walk the session states: QoS 2 both
+// ways (PUBLISH, its retransmission with DUP, PUBREL; PUBREC and PUBCOMP
+// for the server's own), QoS 1 and 2 subscriptions, DISCONNECT. Nothing may
+// panic, and a refused packet leaves the connection closing.
 func FuzzProcess(f *testing.F) {
-	connect := []byte{0x10, 0x13, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xc2, 0, 30, 0, 1, 'c', 0, 1, 'u', 0, 1, 't'}
+	connect := []byte{0x10, 0x1c, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xce, 0, 30, 0, 1, 'c',
+		0, 3, 'a', '/', 'w', 0, 2, 'b', 'y', 0, 1, 'u', 0, 1, 't'}
+	var cp packet.Packet
+	if n, err := packet.Parse(connect, packet.MaxPacketSize, &cp); n != len(connect) || err != nil || !cp.Connect.Will {
+		f.Fatalf("the CONNECT seed parses as %d of %d bytes, %v, will %v", n, len(connect), err, cp.Connect.Will)
+	}
 	for _, seed := range [][]byte{
+		{0x82, 0x08, 0, 1, 0, 3, 'a', '/', '#', 2},
+		{0x3c, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y'},
+		{0x34, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y', 0x3c, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y', 0x62, 0x02, 0, 6},
+		{0x82, 0x08, 0, 1, 0, 3, 'a', '/', '#', 2, 0x34, 0x08, 0, 3, 'a', '/', 'b', 0, 7, 'z',
+			0x50, 0x02, 0, 1, 0x70, 0x02, 0, 1},
+		{0x50, 0x02, 0, 9},
+		{0x70, 0x02, 0, 9},
 		{},
 		{0xc0, 0x00},
 		{0x82, 0x0a, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 1},
@@ -88,27 +105,38 @@ func FuzzProcess(f *testing.F) {
 		defer unix.Close(fds[1])
 		defer unix.Close(fds[0])
 		l := fuzzLst
-		st := &conn{Stream: reactor.NewStream(pairSocket{fds[0]})}
-		st.Conn = l.hub.Register(st)
-		st.Conn.SetPhase(hub.PhaseOpen)
-		defer l.hub.Closed(st.Conn)
 		buf := data
 		if withConnect {
 			buf = append(append([]byte(nil), connect...), data...)
 		}
-		used, _ := l.process(st, buf)
-		if used > len(buf) {
-			t.Fatalf("used %d of %d bytes", used, len(buf))
+		first := fuzzConn(t, l, pairSocket{fds[0]}, buf)
+		second := fuzzConn(t, l, pairSocket{fds[0]}, buf) // takes the first over
+		for _, st := range []*conn{first, second} {
+			l.hub.Closed(st.Conn)
+			handler{l}.Closed(st)
 		}
-		if used < len(buf) && !st.Closing() { // what is left must be a packet still arriving
-			var p packet.Packet
-			if n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, &p); n != 0 || err != nil {
-				t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
-			}
-		}
-		for deadline := time.Now().Add(2 * time.Second); st.Conn.PendingReplies() > 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Microsecond) // the workers answer what the reader handed them
-		}
-		st.Conn.Flush()
 	})
+}
+
+// fuzzConn runs buf through a new connection on sock and checks what it
+// leaves.
+func fuzzConn(t *testing.T, l *Listener, sock pairSocket, buf []byte) *conn {
+	st := &conn{Stream: reactor.NewStream(sock)}
+	st.Conn = l.hub.Register(st)
+	st.Conn.SetPhase(hub.PhaseOpen)
+	used, _ := l.process(st, buf)
+	if used > len(buf) {
+		t.Fatalf("used %d of %d bytes", used, len(buf))
+	}
+	if used < len(buf) && !st.Closing() { // what is left must be a packet still arriving
+		var p packet.Packet
+		if n, err := packet.Parse(buf[used:], l.cfg.MaxPacketSize, &p); n != 0 || err != nil {
+			t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); st.Conn.PendingReplies() > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond) // the workers answer what the reader handed them
+	}
+	st.Conn.Flush()
+	return st
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,9 +246,13 @@ func pkt(first byte, body ...[]byte) []byte {
 
 // connectPkt is a CONNECT, clean session, with user name and password
 // when not "".
+// clientSeq numbers the client identifiers of connectPkt: each raw client
+// is a client of its own (the same identifier would take the first over).
+var clientSeq atomic.Int64
+
 func connectPkt(keepAlive uint16, user, pass string) []byte {
 	flags := byte(0x02)
-	payload := str("test-client")
+	payload := str(fmt.Sprintf("test-client-%d", clientSeq.Add(1)))
 	if user != "" {
 		flags |= 0x80
 		payload = append(payload, str(user)...)
@@ -259,6 +265,15 @@ func connectPkt(keepAlive uint16, user, pass string) []byte {
 		payload = append(payload, str(pass)...)
 	}
 	return pkt(0x10, str("MQTT"), []byte{4, flags, byte(keepAlive >> 8), byte(keepAlive)}, payload)
+}
+
+// connectWill is a clean-session CONNECT with token as the password and a
+// QoS 1 will of payload on topic.
+func connectWill(keepAlive uint16, token, topic, payload string) []byte {
+	flags := byte(0x02 | 0x04 | 1<<3 | 0x80 | 0x40)
+	body := str(fmt.Sprintf("test-client-%d", clientSeq.Add(1)))
+	body = append(append(append(append(body, str(topic)...), str(payload)...), str("device")...), str(token)...)
+	return pkt(0x10, str("MQTT"), []byte{4, flags, byte(keepAlive >> 8), byte(keepAlive)}, body)
 }
 
 func subscribePkt(id uint16, filters ...string) []byte { return subscribeQoS(id, 1, filters...) }

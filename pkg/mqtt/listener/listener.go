@@ -77,6 +77,8 @@ type Listener struct {
 	proto *session.Protocol    // node.Protocol()
 	hub   *hub.Hub             // node.Hub()
 	loop  *reactor.Loop[*conn] // accepts and reads the connections (read.go)
+
+	clients clients // connected client identifiers, for takeovers (clients.go)
 }
 
 // New builds the Listener of n's MQTT connections (encoding EncodingID)

@@ -120,6 +120,7 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 	case packet.TypePingreq:
 		st.write(packet.AppendPingresp(nil))
 	case packet.TypeDisconnect:
+		st.will = nil // a clean end: no will [MQTT-3.14.4-3]
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
 	case packet.TypePuback:
 		if st.window != nil {
@@ -161,8 +162,9 @@ func putCommand(cmd *wire.Command) { cmd.Reset(); commandPool.Put(cmd) }
 // password only with a user name, so any user name is taken beside it). CONNACK 0 and
 // the keep-alive deadline on success; CONNACK 4 without a token, 5 for a
 // refused one, 3 when the auth service is down, and a close after any
-// refusal [MQTT-3.2.2-5]. Will messages are ignored; every session is clean
-// (session present 0).
+// refusal [MQTT-3.2.2-5]. An accepted CONNECT keeps its will (will.go) and
+// takes its client identifier over from a connection that holds it
+// (clients.go); every session is clean (session present 0).
 func (l *Listener) connect(st *conn, p *packet.Packet) {
 	c := &p.Connect
 	token := c.Password
@@ -183,6 +185,10 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 		return
 	}
 	st.connected = true
+	st.will = newWill(c)
+	if c.ClientID != "" { // "" with Clean Session: an identifier of its own, never taken over
+		l.takeOver(st, c.ClientID)
+	}
 	if ka := c.KeepAlive; ka > 0 {
 		st.Conn.SetIdleTimeout(time.Duration(ka) * 1500 * time.Millisecond)
 	} else {
