@@ -130,7 +130,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	var mq *listener.Listener
 	if cfg.MQTTEnabled {
 		mq, err = listener.New(n, listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
-			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes, Logger: log})
+			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes,
+			SessionExpiry: cfg.ResumeExpiry, SessionMaxBytes: cfg.ResumeMaxBytes, SessionMaxMessages: cfg.StoreMaxMessages,
+			MaxSessions: cfg.ResumeMaxSessions, Logger: log})
 		if err != nil {
 			return startFailed(log, err, exitFail)
 		}

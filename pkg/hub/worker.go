@@ -321,7 +321,12 @@ func (w *worker) unregister(c *Conn) {
 		return
 	}
 	delete(w.lingering, c)
+	parker, _ := c.t.(Parker)
+	var specs []SubSpec
 	for s := c.subs; s != nil; s = s.next {
+		if parker != nil {
+			specs = append(specs, s.spec())
+		}
 		w.detach(s)
 	}
 	c.subs, c.nsubs = nil, 0
@@ -332,6 +337,9 @@ func (w *worker) unregister(c *Conn) {
 	w.conns = w.conns[:last]
 	c.idx = -1
 	w.h.stats.conns.Add(-1)
+	if parker != nil {
+		parker.Park(c, specs)
+	}
 	if w.h.cfg.OnClose != nil {
 		w.h.cfg.OnClose(c)
 	}

@@ -4,21 +4,26 @@ import (
 	"sync"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
-	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
-// clients maps each connected client identifier to its connection, for
-// the takeover of MQTT 3.1.1 §3.1.4: a CONNECT with the identifier of a
-// connected client closes that client [MQTT-3.1.4-2]. An identifier is
-// scoped by the actor of the token (the resumable sessions' identity,
-// decisions.md OQ-51), so one tenant's device cannot close another's that
-// happens to use the same identifier. This node's connections only: a
+// clients is the listener's client identities (actor and client
+// identifier): the connection of each, for the takeover of MQTT 3.1.1
+// §3.1.4 (a CONNECT with the identifier of a connected client closes that
+// client [MQTT-3.1.4-2]), the persistent sessions kept for them while
+// disconnected, and the CONNECTs waiting for the session of a connection
+// they took over (sessions.go). An identifier is scoped by the actor of
+// the token (the resumable sessions' identity, decisions.md OQ-51), so one
+// tenant's device cannot close another's that happens to use the same
+// identifier, nor take its session. This node's connections only: a
 // client that reconnects to another node of a cluster does not close the
-// old connection, which ends at its keep-alive.
+// old connection, which ends at its keep-alive. One mutex, taken at
+// CONNECT, at close and when a session is parked or expires.
 type clients struct {
-	mu sync.Mutex
-	m  map[string]*conn
+	mu      sync.Mutex
+	m       map[string]*conn // identity → its connection
+	kept    map[string]*kept // identity → its session, while disconnected
+	waiting map[string]*conn // identity → a Clean Session 0 CONNECT waiting for a takeover's session
 }
 
 // clientKey is the identity of a client: its actor and identifier.
@@ -32,22 +37,10 @@ func clientKey(c *hub.Conn, id string) string {
 	return actor + "\x00" + id
 }
 
-// take makes st the connection of its client identity and returns the one
-// it replaces, or nil.
-func (cs *clients) take(st *conn) (old *conn) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.m == nil {
-		cs.m = make(map[string]*conn)
-	}
-	old = cs.m[st.clientKey]
-	cs.m[st.clientKey] = st
-	return old
-}
-
-// release forgets st's identity, unless a newer connection took it.
+// release forgets a Clean Session 1 connection's identity, unless a newer
+// connection took it; a Clean Session 0 one is forgotten by Park.
 func (cs *clients) release(st *conn) {
-	if st.clientKey == "" {
+	if st.clientKey == "" || st.ps != nil {
 		return
 	}
 	cs.mu.Lock()
@@ -57,12 +50,9 @@ func (cs *clients) release(st *conn) {
 	}
 }
 
-// takeOver registers st under its client identifier and closes the
-// connection that held it (its will is published when it has closed,
-// will.go).
-func (l *Listener) takeOver(st *conn, clientID string) {
-	st.clientKey = clientKey(st.Conn, clientID)
-	if old := l.clients.take(st); old != nil && old != st {
-		l.hub.Close(old.Conn, disconnect.New(disconnect.SessionTakenOver))
-	}
+// sessions returns the number of sessions kept while disconnected.
+func (cs *clients) sessions() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.kept)
 }

@@ -1,6 +1,8 @@
 package listener
 
 import (
+	"sync/atomic"
+
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
@@ -29,10 +31,15 @@ type conn struct {
 
 	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
-	will      *will  // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
-	clientKey string // actor and client identifier, in the listener's clients; "" for none (clients.go)
+	will      *will    // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
+	clientKey string   // actor and client identifier, in the listener's clients; "" for none (clients.go)
+	ps        *persist // a Clean Session 0 connection's session state; nil for Clean Session 1 (sessions.go)
 
-	window   *inflight           // outbound QoS 1 and 2 in flight and waiting; made by the first such SUBSCRIBE
+	// window is the outbound QoS 1 and 2 in flight and waiting: made by the
+	// first such SUBSCRIBE, or a resumed session's (sessions.go). Read by
+	// the worker (Deliver), set by the reader or, for a CONNECT that took a
+	// session over, by the old connection's worker.
+	window   atomic.Pointer[inflight]
 	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL; nil until the first
 }
 
@@ -73,9 +80,7 @@ func (st *conn) Frame(r session.Reply) []byte {
 func (st *conn) Write(r session.Reply) {
 	switch st.cur {
 	case packet.TypeConnect:
-		switch r.Kind {
-		case session.KindAuthOK:
-			st.ack = packet.AppendConnack(nil, false, packet.Accepted)
+		switch r.Kind { // an accepted CONNECT's CONNACK says whether a session is present (openSession)
 		case session.KindAuthFailed:
 			st.ack = packet.AppendConnack(nil, false, connackCode(r.Err))
 		}

@@ -28,6 +28,11 @@
 // connection without CONNECT at its auth deadline, and one silent for 1.5 ×
 // its keep-alive through hub.Conn.SetIdleTimeout.
 //
-// What is not supported (docs/mqtt.md): persistent sessions (every
-// session is clean), will messages, TLS.
+// A connection's will is published from the reactor's close callback
+// (will.go); a client identifier belongs to one connection per actor, a
+// new CONNECT taking it over (clients.go); a Clean Session 0 connection's
+// session outlives it on a parked hub connection (sessions.go).
+//
+// What is not supported (docs/mqtt.md): TLS, MQTT 5, sessions that survive
+// a restart or move between nodes.
 package listener

@@ -49,7 +49,8 @@ var (
 // a will on a/w and client identifier "c"), to the packet handling of two
 // connections in turn (the session protocol and hub behind them), so the
 // second's CONNECT takes the first over; then both end, publishing the
-// wills they still hold. The seeds walk the session states: QoS 2 both
+// wills they still hold and parking a Clean Session 0 one's session. The
+// seeds walk the session states: QoS 2 both
 // ways (PUBLISH, its retransmission with DUP, PUBREL; PUBREC and PUBCOMP
 // for the server's own), QoS 1 and 2 subscriptions, DISCONNECT. Nothing may
 // panic, and a refused packet leaves the connection closing.
@@ -66,6 +67,10 @@ func FuzzProcess(f *testing.F) {
 		{0x34, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y', 0x3c, 0x08, 0, 3, 'a', '/', 'b', 0, 6, 'y', 0x62, 0x02, 0, 6},
 		{0x82, 0x08, 0, 1, 0, 3, 'a', '/', '#', 2, 0x34, 0x08, 0, 3, 'a', '/', 'b', 0, 7, 'z',
 			0x50, 0x02, 0, 1, 0x70, 0x02, 0, 1},
+		// Clean Session 0 (flags 0xcc): the second connection takes over
+		// the first and waits for its session.
+		{0x10, 0x1c, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xcc, 0, 30, 0, 1, 'c',
+			0, 3, 'a', '/', 'w', 0, 2, 'b', 'y', 0, 1, 'u', 0, 1, 't', 0x82, 0x08, 0, 1, 0, 3, 'a', '/', '#', 1},
 		{0x50, 0x02, 0, 9},
 		{0x70, 0x02, 0, 9},
 		{},
@@ -110,12 +115,23 @@ func FuzzProcess(f *testing.F) {
 			buf = append(append([]byte(nil), connect...), data...)
 		}
 		first := fuzzConn(t, l, pairSocket{fds[0]}, buf)
+		answered(first)
 		second := fuzzConn(t, l, pairSocket{fds[0]}, buf) // takes the first over
 		for _, st := range []*conn{first, second} {
-			l.hub.Closed(st.Conn)
+			l.hub.Closed(st.Conn) // the first's session goes to the second, which may wait for it
 			handler{l}.Closed(st)
 		}
+		answered(second)
 	})
+}
+
+// answered waits (2 s at most) until the workers have answered what st's
+// reader handed them, and flushes it.
+func answered(st *conn) {
+	for deadline := time.Now().Add(2 * time.Second); st.Conn.PendingReplies() > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond)
+	}
+	st.Conn.Flush()
 }
 
 // fuzzConn runs buf through a new connection on sock and checks what it
@@ -134,9 +150,5 @@ func fuzzConn(t *testing.T, l *Listener, sock pairSocket, buf []byte) *conn {
 			t.Fatalf("left %d bytes that parse as %d, %v without closing", len(buf)-used, n, err)
 		}
 	}
-	for deadline := time.Now().Add(2 * time.Second); st.Conn.PendingReplies() > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Microsecond) // the workers answer what the reader handed them
-	}
-	st.Conn.Flush()
 	return st
 }

@@ -53,6 +53,22 @@ type inflight struct {
 	draining  bool     // a drain is posted to the worker and has not run yet
 	drainFn   func(*hub.Conn)
 	h         *hub.Hub
+
+	// A persistent session's window (sessions.go) keeps what it sent until
+	// acknowledged, to send again on a resumed connection [MQTT-4.4.0-1].
+	sent    []sentMsg // by slot, when keep
+	seq     uint64    // of the last send
+	holding bool      // a resumed session's window: everything waits until resend
+	parked  bool      // the session's connection is gone: deliveries are kept, bounded, never refused
+	maxN    int       // messages kept while parked (0: no bound)
+	dropped int       // deliveries dropped while parked, past the bounds
+}
+
+// sentMsg is what a persistent session's slot sent: the PUBLISH's parts
+// (head with the QoS of the delivery) and when, to send it again in order.
+type sentMsg struct {
+	head, tail []byte
+	seq        uint64
 }
 
 // queued is one delivery waiting for a slot: its shared parts and QoS.
@@ -73,15 +89,18 @@ func newInflight(h *hub.Hub, window, maxQueued int, deadline time.Duration) *inf
 // when the queue is over its bound or the client acknowledged nothing for
 // the write deadline while messages waited: a slow consumer.
 func (st *conn) Deliver(c *hub.Conn, head, tail []byte, qos uint8) bool {
-	f := st.window
+	f := st.window.Load()
 	if f == nil { // made before any QoS ≥ 1 subscription reaches the hub (subscribe)
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.head == len(f.queue) && f.n < len(f.ids) {
+	if f.head == len(f.queue) && f.n < len(f.ids) && !f.holding {
 		f.send(c, head, tail, qos)
 		return true
+	}
+	if f.holding {
+		return f.keepLocked(head, tail, qos)
 	}
 	now := time.Now().UnixNano()
 	if f.head == len(f.queue) {
@@ -108,12 +127,17 @@ func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
 		h[0] = h[0]&^0x06 | 0x04
 		head = h
 	}
-	c.WriteParts(head, f.take(state), tail)
+	id, slot := f.take(state)
+	if f.sent != nil {
+		f.seq++
+		f.sent[slot] = sentMsg{head: head, tail: tail, seq: f.seq}
+	}
+	c.WriteParts(head, id, tail)
 }
 
 // take gives a free slot a fresh identifier in state and returns the
-// identifier's bytes. f.mu held, f.n below the window.
-func (f *inflight) take(state uint8) []byte {
+// identifier's bytes and the slot. f.mu held, f.n below the window.
+func (f *inflight) take(state uint8) ([]byte, int) {
 	id := f.nextFree()
 	for i, v := range f.ids {
 		if v == 0 {
@@ -121,7 +145,7 @@ func (f *inflight) take(state uint8) []byte {
 			f.n++
 			b := f.buf[2*i : 2*i+2 : 2*i+2]
 			b[0], b[1] = byte(id>>8), byte(id)
-			return b
+			return b, i
 		}
 	}
 	panic("mqtt: inflight.take with a full window")
@@ -167,8 +191,11 @@ func (f *inflight) ack(c *hub.Conn, id uint16, want uint8) bool {
 			return true
 		}
 		f.ids[i], f.state[i] = 0, slotFree
+		if f.sent != nil {
+			f.sent[i] = sentMsg{}
+		}
 		f.n--
-		if f.head < len(f.queue) && !f.draining {
+		if f.head < len(f.queue) && !f.draining && !f.holding && !f.parked {
 			f.draining = true
 			f.h.Run(c, f.drainFn)
 		}
@@ -182,7 +209,15 @@ func (f *inflight) ack(c *hub.Conn, id uint16, want uint8) bool {
 func (f *inflight) drain(c *hub.Conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.drainLocked(c)
+}
+
+// drainLocked is drain with f.mu held.
+func (f *inflight) drainLocked(c *hub.Conn) {
 	f.draining = false
+	if f.holding || f.parked {
+		return
+	}
 	for f.head < len(f.queue) && f.n < len(f.ids) && !c.Closing() {
 		q := f.queue[f.head]
 		f.queue[f.head] = queued{}

@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"net"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
 	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/reactor"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
 
@@ -35,6 +37,21 @@ type Config struct {
 	// that acknowledges nothing for the hub's write deadline while messages
 	// wait. 0 means 4 MiB.
 	MaxQueuedBytes int
+	// SessionExpiry is how long the session of a Clean Session 0
+	// connection is kept once it has gone (docs/mqtt.md), unless its token
+	// carries its own (auth.Grant.SessionExpiry). 0 means
+	// resume.DefaultExpiry, the WebSocket resumable sessions' default
+	// (RESUME_EXPIRY_SECONDS).
+	SessionExpiry time.Duration
+	// SessionMaxBytes and SessionMaxMessages bound what a kept session
+	// collects while its client is away (QoS 1 and 2 messages; the newest
+	// past a bound are dropped). 0 means resume.DefaultMaxBytes and no
+	// count bound (RESUME_MAX_BYTES, STORE_MAX_MESSAGES).
+	SessionMaxBytes, SessionMaxMessages int
+	// MaxSessions caps the sessions kept while disconnected; one more is
+	// not kept (logged). 0 means resume.DefaultMaxSessions
+	// (RESUME_MAX_SESSIONS).
+	MaxSessions int
 	// Logger receives the listener's logs (named "mqtt"); nil means none.
 	Logger *zap.Logger
 }
@@ -53,6 +70,15 @@ func (c *Config) setDefaults() {
 	c.MaxInflight = min(c.MaxInflight, 1<<15)
 	if c.MaxQueuedBytes <= 0 {
 		c.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if c.SessionExpiry <= 0 {
+		c.SessionExpiry = resume.DefaultExpiry
+	}
+	if c.SessionMaxBytes <= 0 {
+		c.SessionMaxBytes = resume.DefaultMaxBytes
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = resume.DefaultMaxSessions
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -123,3 +149,7 @@ func (l *Listener) Drain() { l.loop.Drain() }
 // (node.Transport); the node's Shutdown calls it once the hub has closed
 // the connections.
 func (l *Listener) Shutdown(ctx context.Context) error { return l.loop.Shutdown(ctx) }
+
+// KeptSessions returns the number of persistent sessions kept for clients
+// that are not connected (sessions.go).
+func (l *Listener) KeptSessions() int { return l.clients.sessions() }

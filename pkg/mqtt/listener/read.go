@@ -123,19 +123,19 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 		st.will = nil // a clean end: no will [MQTT-3.14.4-3]
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
 	case packet.TypePuback:
-		if st.window != nil {
-			st.window.ack(st.Conn, p.PacketID, slotPuback)
+		if f := st.window.Load(); f != nil {
+			f.ack(st.Conn, p.PacketID, slotPuback)
 		}
 	case packet.TypePubrec:
 		// Our QoS 2 PUBLISH was received: PUBREL [MQTT-4.3.3-1], also for
 		// a retransmitted PUBREC (its PUBREL was lost).
-		if st.window != nil {
-			st.window.ack(st.Conn, p.PacketID, slotPubrec)
+		if f := st.window.Load(); f != nil {
+			f.ack(st.Conn, p.PacketID, slotPubrec)
 		}
 		st.write(packet.AppendPubrel(nil, p.PacketID))
 	case packet.TypePubcomp:
-		if st.window != nil {
-			st.window.ack(st.Conn, p.PacketID, slotPubcomp)
+		if f := st.window.Load(); f != nil {
+			f.ack(st.Conn, p.PacketID, slotPubcomp)
 		}
 	}
 }
@@ -186,8 +186,10 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 	}
 	st.connected = true
 	st.will = newWill(c)
-	if c.ClientID != "" { // "" with Clean Session: an identifier of its own, never taken over
-		l.takeOver(st, c.ClientID)
+	if c.ClientID == "" { // with Clean Session 1: an identity of its own, never taken over
+		st.write(packet.AppendConnack(nil, false, packet.Accepted))
+	} else {
+		l.openSession(st, c.CleanSession, c.ClientID)
 	}
 	if ka := c.KeepAlive; ka > 0 {
 		st.Conn.SetIdleTimeout(time.Duration(ka) * 1500 * time.Millisecond)
@@ -246,11 +248,16 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 	cmd := getCommand()
 	defer putCommand(cmd)
 	for i, f := range p.Filters {
-		if f.QoS > 0 && st.window == nil {
+		if f.QoS > 0 && st.window.Load() == nil {
 			// The in-flight window of outbound QoS 1 and 2, made before the
 			// first such subscription reaches the hub (whose worker then
-			// reads it, conn.Deliver): a QoS 0 client never pays for it.
-			st.window = newInflight(l.hub, l.cfg.MaxInflight, l.cfg.MaxQueuedBytes, l.hub.Config().WriteTimeout)
+			// reads it, conn.Deliver): a QoS 0 client never pays for it. A
+			// persistent session's keeps what it sends until acknowledged.
+			w := newInflight(l.hub, l.cfg.MaxInflight, l.cfg.MaxQueuedBytes, l.hub.Config().WriteTimeout)
+			if st.ps != nil {
+				w.sent = make([]sentMsg, len(w.ids))
+			}
+			st.window.CompareAndSwap(nil, w) // a session taken over may have given it one meanwhile
 		}
 		cmd.Reset()
 		cmd.Type, cmd.Topic, cmd.HasTopic, cmd.QoS = "subscribe", f.Topic, true, int(min(f.QoS, maxGrantedQoS))

@@ -1,0 +1,310 @@
+package listener
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
+)
+
+// Persistent sessions (Clean Session 0, MQTT 3.1.1 §3.1.2.4, §4.1).
+//
+// A session is its client identity (clients.go: actor and client
+// identifier), its subscriptions and its in-flight window (inflight.go:
+// the PUBLISHes sent and not acknowledged, kept with their Packet
+// Identifiers, and those waiting behind them). While its connection is
+// open the window is the connection's. When a Clean Session 0 connection
+// ends, the hub hands its subscriptions to Park on its worker (hub.Parker);
+// the session is then kept: a parked hub connection on an offline
+// transport, Adopted on that worker with the QoS 1 and 2 subscriptions, so
+// no publication falls between, collects what they receive into the same
+// window's queue (bounded by MaxQueuedBytes and SessionMaxMessages; past
+// them the newest are dropped), QoS 0 deliveries are dropped (§4.1 lets
+// the server keep them or not), and it expires through the hub's own idle
+// sweep: the parked connection is touched into the future so it goes idle
+// at the session's expiry (no timer or goroutine per session).
+//
+// A Clean Session 0 CONNECT of the same identity takes the session: CONNACK
+// with session present 1, its subscriptions installed again (no retained
+// messages: they were sent when it subscribed), the parked connection
+// ended once they are in place (a message delivered to both in between
+// may come twice, which QoS 1 allows), then, on the new connection's
+// worker, every unacknowledged PUBLISH sent again with DUP=1 and its
+// original Packet Identifier, a PUBREL for each QoS 2 one already
+// received [MQTT-4.4.0-1], then what waited, in order, and only then the
+// live deliveries that arrived meanwhile. A CONNECT that takes over a live
+// Clean Session 0 connection (clients.go) waits for its session: its
+// CONNACK is a reply the old connection's Park answers. A Clean Session 1
+// CONNECT discards the identity's session [MQTT-3.1.2-6].
+//
+// The sessions are this node's, in memory: a broker restart loses them,
+// and a client that reconnects to another node of a cluster starts a new
+// one (docs/mqtt.md).
+
+// kept is a session whose connection is gone.
+type kept struct {
+	specs []hub.SubSpec // every subscription, newest first
+	f     *inflight     // its window and what waits; nil when it never subscribed at QoS ≥ 1
+	pc    *hub.Conn     // the parked connection collecting its deliveries
+}
+
+// offline is the transport of a parked session's hub connection: a QoS 1
+// or 2 delivery goes into the session's window (hub.Acker), a QoS 0 frame
+// is dropped, and the hub's close (the session expired, or the broker
+// shuts down) lets go of the session.
+type offline struct {
+	l   *Listener
+	id  string
+	f   *inflight
+	got *hub.Conn // the parked connection, set once Adopted (on its worker)
+}
+
+func (*offline) Writev(bufs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n, nil // QoS 0 while away: dropped
+}
+
+// CloseWrite ends the parked connection the hub closed (expired: idle; or
+// a shutdown): the session is forgotten, and the connection let go of by
+// its worker (Hub.ClosedLater: this runs under its write lock).
+func (o *offline) CloseWrite() error {
+	o.l.clients.expire(o.id, o.got)
+	if o.got != nil {
+		o.l.hub.ClosedLater(o.got)
+	}
+	return nil
+}
+
+func (*offline) Close() error           { return nil }
+func (*offline) Encoding() hub.Encoding { return Encoding{} }
+
+// Deliver implements hub.Acker: kept in the session's window, never
+// refused (a parked session is bounded, not closed).
+func (o *offline) Deliver(_ *hub.Conn, head, tail []byte, qos uint8) bool {
+	o.f.mu.Lock()
+	defer o.f.mu.Unlock()
+	return o.f.keepLocked(head, tail, qos)
+}
+
+// keepLocked queues a delivery of a session whose connection is gone or
+// not resumed yet, dropping it past the session's bounds (the oldest are
+// kept). f.mu held.
+func (f *inflight) keepLocked(head, tail []byte, qos uint8) bool {
+	n := len(head) + len(tail)
+	if f.queued+n > f.maxQueued || f.maxN > 0 && len(f.queue)-f.head >= f.maxN {
+		f.dropped++
+		return true
+	}
+	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos})
+	f.queued += n
+	return true
+}
+
+// Park implements hub.Parker, on c's worker: the subscriptions of a Clean
+// Session 0 connection that ended are kept (sessions.go), or handed to the
+// connection that took it over and waits for them.
+func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
+	if st.ps == nil {
+		return
+	}
+	l := st.ps.l
+	k := &kept{specs: specs, f: st.window.Load()}
+	l.clients.mu.Lock()
+	if l.clients.m[st.clientKey] == st {
+		delete(l.clients.m, st.clientKey)
+	}
+	if w := l.clients.waiting[st.clientKey]; w != nil && w != st {
+		delete(l.clients.waiting, st.clientKey)
+		l.clients.mu.Unlock()
+		l.restore(w, k, true) // taken over by a Clean Session 0 CONNECT
+		return
+	}
+	if l.clients.m[st.clientKey] != nil || len(l.clients.kept) >= l.cfg.MaxSessions {
+		// taken over by a Clean Session 1 CONNECT, which discards it; or
+		// too many sessions kept
+		l.clients.mu.Unlock()
+		if l.clients.m[st.clientKey] == nil {
+			l.log.Warn("persistent session not kept: MaxSessions sessions are kept already",
+				zap.Int("max_sessions", l.cfg.MaxSessions))
+		}
+		return
+	}
+	if k.f == nil {
+		k.f = newInflight(l.hub, l.cfg.MaxInflight, l.cfg.SessionMaxBytes, 0)
+		k.f.sent = make([]sentMsg, len(k.f.ids))
+	}
+	k.f.mu.Lock()
+	k.f.parked, k.f.maxN = true, l.cfg.SessionMaxMessages
+	k.f.maxQueued = l.cfg.SessionMaxBytes
+	k.f.mu.Unlock()
+	t := &offline{l: l, id: st.clientKey, f: k.f}
+	var collect []hub.SubSpec
+	for _, s := range specs {
+		if s.QoS > 0 {
+			s.NoRetained = true
+			collect = append(collect, s)
+		}
+	}
+	k.pc = c.Adopt(t, collect)
+	t.got = k.pc
+	// Idle, by the hub's clock, once the expiry has passed: the hub's
+	// sweep then closes it (offline.CloseWrite).
+	k.pc.Touch(time.Now().Add(st.ps.expiry).UnixNano() - int64(l.hub.Config().IdleTimeout))
+	l.clients.kept[st.clientKey] = k
+	l.clients.mu.Unlock()
+}
+
+// expire forgets the session kept for id when pc is still its parked
+// connection.
+func (cs *clients) expire(id string, pc *hub.Conn) {
+	cs.mu.Lock()
+	if k := cs.kept[id]; k != nil && k.pc == pc {
+		delete(cs.kept, id)
+	}
+	cs.mu.Unlock()
+}
+
+// sessionExpiry is how long st's session is kept: the token's own session
+// expiry when its backend gave one, else Config.SessionExpiry.
+func (l *Listener) sessionExpiry(c *hub.Conn) time.Duration {
+	if s := c.Session(); s != nil {
+		if g, ok := s.Grant.(*auth.Grant); ok && g.SessionExpiry > 0 {
+			return g.SessionExpiry
+		}
+	}
+	return l.cfg.SessionExpiry
+}
+
+// openSession decides, for an accepted CONNECT of st with client
+// identifier id, which session it gets (clients.go, sessions.go) and
+// writes or reserves its CONNACK: a Clean Session 1 one discards what is
+// kept for the identity; a Clean Session 0 one takes the session kept
+// (session present 1), or waits for the one of the live connection it
+// takes over, or starts a new one.
+func (l *Listener) openSession(st *conn, clean bool, id string) {
+	st.clientKey = clientKey(st.Conn, id)
+	if !clean {
+		st.ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn)}
+	}
+	cs := &l.clients
+	cs.mu.Lock()
+	if cs.m == nil {
+		cs.m, cs.kept, cs.waiting = make(map[string]*conn), make(map[string]*kept), make(map[string]*conn)
+	}
+	old := cs.m[st.clientKey]
+	cs.m[st.clientKey] = st
+	k := cs.kept[st.clientKey]
+	delete(cs.kept, st.clientKey)
+	wait := !clean && old != nil && old.ps != nil
+	if wait {
+		st.ps.connack = st.Conn.ExpectReply()
+		cs.waiting[st.clientKey] = st
+	}
+	cs.mu.Unlock()
+	if old != nil {
+		l.hub.Close(old.Conn, disconnect.New(disconnect.SessionTakenOver))
+	}
+	switch {
+	case wait: // the CONNACK is answered by old's Park
+	case clean || k == nil:
+		if k != nil && k.pc != nil { // Clean Session 1: the kept session ends [MQTT-3.1.2-6]
+			l.hub.Close(k.pc, disconnect.New(disconnect.SessionTakenOver))
+		}
+		st.write(packet.AppendConnack(nil, false, packet.Accepted))
+	default:
+		st.write(packet.AppendConnack(nil, true, packet.Accepted))
+		l.restore(st, k, false)
+	}
+}
+
+// persist is the state of a Clean Session 0 connection's session.
+type persist struct {
+	l       *Listener
+	expiry  time.Duration // how long the session is kept once the connection is gone
+	connack hub.Ticket    // the CONNACK reserved while it waits for a takeover's session
+}
+
+// restore gives st the session k: its window (held until the resend), its
+// subscriptions again, then on st's worker the end of k's parked
+// connection and the resend (inflight.resume). With answer (a CONNECT that
+// waited for a takeover), the CONNACK with session present 1 is answered
+// first on st's worker, before any subscription is in place. Runs on st's
+// reader, or on the worker of the connection st took over.
+func (l *Listener) restore(st *conn, k *kept, answer bool) {
+	h := l.hub
+	if answer {
+		t := st.ps.connack
+		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, packet.AppendConnack(nil, true, packet.Accepted)) })
+	}
+	f := k.f
+	if f != nil {
+		f.mu.Lock()
+		f.parked, f.holding = false, true
+		f.maxQueued, f.maxN = l.cfg.MaxQueuedBytes, 0
+		f.deadline = int64(h.Config().WriteTimeout)
+		if f.sent == nil {
+			f.sent = make([]sentMsg, len(f.ids))
+		}
+		f.mu.Unlock()
+		st.window.Store(f)
+	}
+	for i := len(k.specs) - 1; i >= 0; i-- { // oldest first
+		s := k.specs[i]
+		s.NoRetained, s.Reply, s.TooMany = true, nil, nil
+		h.Subscribe(st.Conn, &s)
+	}
+	h.Run(st.Conn, func(c *hub.Conn) { // its subscriptions are in place
+		if k.pc == nil {
+			if f != nil {
+				f.resume(c)
+			}
+			return
+		}
+		h.Run(k.pc, func(pc *hub.Conn) {
+			h.Closed(pc) // no more deliveries into f from it
+			if f != nil {
+				h.Run(c, f.resume)
+			}
+		})
+	})
+}
+
+// resume ends the hold of a resumed session's window, on its new
+// connection's worker: every unacknowledged PUBLISH again, oldest first,
+// with DUP=1 and its Packet Identifier, a PUBREL for each QoS 2 one whose
+// PUBREC came [MQTT-4.4.0-1], then what waits, as the window takes it.
+func (f *inflight) resume(c *hub.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holding = false
+	order := make([]int, 0, f.n)
+	for i, id := range f.ids {
+		if id != 0 {
+			order = append(order, i)
+		}
+	}
+	for a := 1; a < len(order); a++ { // by send order; the window is small
+		for b := a; b > 0 && f.sent[order[b]].seq < f.sent[order[b-1]].seq; b-- {
+			order[b], order[b-1] = order[b-1], order[b]
+		}
+	}
+	for _, i := range order {
+		id := f.buf[2*i : 2*i+2 : 2*i+2]
+		if f.state[i] == slotPubcomp {
+			c.WriteFrame(packet.AppendPubrel(nil, f.ids[i]))
+			continue
+		}
+		m := f.sent[i]
+		head := append([]byte(nil), m.head...)
+		head[0] |= 0x08 // DUP [MQTT-3.3.1-1]
+		c.WriteParts(head, id, m.tail)
+	}
+	f.drainLocked(c)
+}

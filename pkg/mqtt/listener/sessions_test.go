@@ -1,0 +1,213 @@
+package listener_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+// connectID is a CONNECT with client identifier id, token as the password,
+// and the Clean Session flag clean.
+func connectID(id, token string, clean bool) []byte {
+	flags := byte(0x80 | 0x40)
+	if clean {
+		flags |= 0x02
+	}
+	body := append(append(str(id), str("device")...), str(token)...)
+	return pkt(0x10, str("MQTT"), []byte{4, flags, 0, 30}, body)
+}
+
+// sessionClient connects a raw client with identifier id and the Clean
+// Session flag clean, and returns it with its CONNACK's session present.
+func sessionClient(t *testing.T, n *node, id string, clean bool) (*client, bool) {
+	t.Helper()
+	c := dial(t, n.mqttAddr())
+	c.send(connectID(id, "dev-token-bob", clean))
+	body := c.expect(0x20)
+	if len(body) != 2 || body[1] != 0 {
+		t.Fatalf("CONNACK % x", body)
+	}
+	return c, body[0]&1 == 1
+}
+
+// publisher is an SDK client that publishes to topic.
+func publisher(t *testing.T, n *node) func(data string) {
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	return func(data string) {
+		ws.Send("type", "publish", "topic", topic, "data", data, "msgRef", data)
+		ws.ExpectType("published")
+	}
+}
+
+// A Clean Session 0 client that drops and reconnects gets session present
+// 1, keeps its subscription without subscribing again, gets the PUBLISH
+// it had not acknowledged again with DUP=1 and its Packet Identifier, then
+// the messages published while it was away, in order [MQTT-4.4.0-1].
+func TestPersistentSessionResumes(t *testing.T) {
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	c, present := sessionClient(t, n, "meter-7", false)
+	if present {
+		t.Fatal("a first connect got session present 1")
+	}
+	c.send(subscribeQoS(1, 1, topic))
+	c.expect(0x90)
+	pub("one")
+	_, p, _, id := c.expectPublishNoAck() // never acknowledged
+	if string(p) != "one" {
+		t.Fatalf("payload %q", p)
+	}
+	_ = c.c.Close() // dropped, no DISCONNECT
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	pub("two")
+	pub("three")
+
+	c, present = sessionClient(t, n, "meter-7", false)
+	if !present {
+		t.Fatal("reconnect got session present 0")
+	}
+	f, body, err := c.read(3 * time.Second)
+	if err != nil || f != 0x3a || !bytes.Contains(body, []byte("one")) || int(body[2+len(topic)])<<8|int(body[3+len(topic)]) != int(id) {
+		t.Fatalf("first packet 0x%02x % x (%v), want the unacknowledged PUBLISH with DUP=1 (0x3a) and id %d", f, body, err, id)
+	}
+	c.send(ack(0x40, id))
+	for _, want := range []string{"two", "three"} {
+		_, p, q, _ := c.expectPublishNoAck()
+		if string(p) != want || q != 1 {
+			t.Fatalf("got %q qos %d, want %q at QoS 1", p, q, want)
+		}
+	}
+	pub("four") // live, on the subscription it did not send again
+	if _, p := c.expectPublish(); string(p) != "four" {
+		t.Fatalf("live %q", p)
+	}
+}
+
+// A Clean Session 1 CONNECT discards the kept session [MQTT-3.1.2-6]: a
+// later Clean Session 0 one starts anew. A session expires after
+// SessionExpiry.
+func TestPersistentSessionDiscardAndExpiry(t *testing.T) {
+	n := startNodeWith(t, nil, func(c *listener.Config) { c.SessionExpiry = 300 * time.Millisecond })
+	c, _ := sessionClient(t, n, "s-1", false)
+	c.send(subscribePkt(1, topic))
+	c.expect(0x90)
+	c.send(pkt(0xe0)) // DISCONNECT: the session is kept all the same
+	c.expectClosed()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	c, present := sessionClient(t, n, "s-1", true)
+	if present {
+		t.Fatal("a Clean Session 1 CONNECT got session present 1")
+	}
+	_ = c.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 0 })
+	if _, present = sessionClient(t, n, "s-1", false); present {
+		t.Fatal("the discarded session came back")
+	}
+
+	c, _ = sessionClient(t, n, "s-2", false)
+	c.send(subscribePkt(1, topic))
+	c.expect(0x90)
+	_ = c.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	kept := time.Now()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 0 }) // expired
+	if d := time.Since(kept); d < 200*time.Millisecond {
+		t.Fatalf("the session was kept %v, want about its 300 ms expiry", d)
+	}
+	if _, present := sessionClient(t, n, "s-2", false); present {
+		t.Fatal("an expired session came back")
+	}
+}
+
+// A Clean Session 0 CONNECT that takes over a live Clean Session 0
+// connection with the same identifier closes it and gets its session:
+// session present 1 and its subscription.
+func TestTakeoverTakesTheSession(t *testing.T) {
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	first, _ := sessionClient(t, n, "pump-3", false)
+	first.send(subscribePkt(1, topic))
+	first.expect(0x90)
+	second, present := sessionClient(t, n, "pump-3", false)
+	if !present {
+		t.Fatal("the takeover got session present 0")
+	}
+	first.expectClosed()
+	pub("after")
+	if _, p := second.expectPublish(); string(p) != "after" {
+		t.Fatalf("got %q", p)
+	}
+}
+
+// paho with CleanSession false: its subscription and the messages
+// published while it was away survive a reconnect.
+func TestPahoPersistentSession(t *testing.T) {
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	got := make(chan string, 10)
+	opts := func() *paho.ClientOptions {
+		return paho.NewClientOptions().AddBroker("tcp://" + n.mqttAddr()).SetClientID("paho-p").
+			SetUsername("device").SetPassword("dev-token-bob").SetCleanSession(false).
+			SetAutoReconnect(false).SetConnectRetry(false).SetKeepAlive(30 * time.Second).
+			SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { got <- string(m.Payload()) })
+	}
+	c := paho.NewClient(opts())
+	wait(t, "connect", c.Connect())
+	wait(t, "subscribe", c.Subscribe(topic, 1, nil))
+	c.Disconnect(100)
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	pub("while away")
+	c = paho.NewClient(opts())
+	tok := c.Connect()
+	wait(t, "reconnect", tok)
+	if !tok.(*paho.ConnectToken).SessionPresent() {
+		t.Fatal("paho: session present 0")
+	}
+	defer c.Disconnect(100)
+	select {
+	case m := <-got:
+		if m != "while away" {
+			t.Fatalf("got %q", m)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("paho got nothing published while it was away")
+	}
+}
+
+// mosquitto_sub -c (Clean Session 0): a first run subscribes and exits; a
+// second gets what was published in between.
+func TestMosquittoPersistentSession(t *testing.T) {
+	needMosquitto(t)
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	host, port, _ := net.SplitHostPort(n.mqttAddr())
+	run := func(count int, wait string) (string, error) {
+		out, err := exec.Command("mosquitto_sub", "-h", host, "-p", port, "-u", "device", "-P", "dev-token-bob",
+			"-i", "mosq-p", "-c", "-q", "1", "-t", topic, "-C", fmt.Sprint(count), "-W", wait).CombinedOutput()
+		return string(out), err
+	}
+	first := make(chan string, 1)
+	go func() { out, _ := run(1, "5"); first <- out }()
+	waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions >= 1 })
+	pub("a")
+	if out := <-first; strings.TrimSpace(out) != "a" {
+		t.Fatalf("first run printed %q", out)
+	}
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	pub("b")
+	pub("c")
+	out, err := run(2, "5")
+	if err != nil || strings.TrimSpace(out) != "b\nc" {
+		t.Fatalf("second run: %v, %q; want the two messages published while it was away", err, out)
+	}
+}
