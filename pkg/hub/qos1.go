@@ -54,9 +54,11 @@ func deliveryQoS(p *Publication, c *Conn, sub uint8) uint8 {
 // qos; in its retained form when re is not nil (sendRetained).
 func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding, qos uint8) {
 	head, tail := w.frames.getQoS1(p, c, display, wildcard)
-	if head == nil || c.Closing() {
+	if head == nil {
 		return
 	}
+	// A closing connection's Acker decides too: a persistent session keeps
+	// what its subscriptions get until they are parked (Parker).
 	if re != nil {
 		head = re.Retained(head)
 	}
