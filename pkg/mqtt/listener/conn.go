@@ -7,6 +7,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // conn is the reader-side state of one MQTT connection, owned by its
@@ -30,10 +31,45 @@ type conn struct {
 	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
 
 	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
+
+	// over is, for MQTT over WebSocket (websocket.go), the stream of the
+	// WebSocket connection that carries this one: its reader queues the
+	// replies and decides the closes there, and every packet it writes is
+	// one binary WebSocket frame. nil on the MQTT listener. Set before the
+	// connection is handed over (hub.Hub.Rebind), never changed.
+	over *reactor.Stream
 }
 
-// Encoding implements hub.Transport: MQTT packets.
-func (*conn) Encoding() hub.Encoding { return Encoding{} }
+// Encoding implements hub.Transport: MQTT packets, in binary WebSocket
+// frames when carried over WebSocket.
+func (st *conn) Encoding() hub.Encoding {
+	if st.over != nil {
+		return WebSocketEncoding{}
+	}
+	return Encoding{}
+}
+
+// reader is the stream the connection's reader queues its replies and
+// decides its closes on: its own, or the carrying WebSocket connection's.
+func (st *conn) reader() *reactor.Stream {
+	if st.over != nil {
+		return st.over
+	}
+	return &st.Stream
+}
+
+// Closing reports whether the reader decided a close (reactor.Stream.Closing
+// of the reader's stream).
+func (st *conn) Closing() bool { return st.reader().Closing() }
+
+// framed is pkt as the connection writes it: itself, or in one binary
+// WebSocket frame when carried over WebSocket; nil stays nil.
+func (st *conn) framed(pkt []byte) []byte {
+	if st.over == nil || pkt == nil {
+		return pkt
+	}
+	return wsframe.Binary(pkt)
+}
 
 // unsubackPlaceholder is what a worker writes for the unsubscribes of an
 // UNSUBSCRIBE before its last filter: nothing, but not nil, since an
@@ -57,7 +93,7 @@ func (st *conn) Frame(r session.Reply) []byte {
 		}
 	case session.KindUnsubscribed:
 		if st.cur == packet.TypeUnsubscribe && st.curLast {
-			return packet.AppendUnsuback(nil, st.curID)
+			return st.framed(packet.AppendUnsuback(nil, st.curID))
 		}
 		return unsubackPlaceholder
 	}
@@ -122,8 +158,12 @@ func connackCode(e *wire.Error) packet.ReturnCode {
 // Disconnect implements session.Sink and reactor.Conn: closes after what is
 // owed and queued (reactor.Stream.CloseNow); MQTT 3.1.1 has no packet for
 // it, so the socket just closes.
-func (st *conn) Disconnect(d disconnect.Disconnect) { st.CloseNow(st.Conn, d) }
+//
+// Over WebSocket the hub ends it with the close frame of d
+// (WebSocketEncoding.Close), as the WebSocket transport does.
+func (st *conn) Disconnect(d disconnect.Disconnect) { st.reader().CloseNow(st.Conn, d) }
 
 // write queues a packet behind the replies workers still owe the
-// connection (reactor.Stream.Queue); it is flushed at the end of the read.
-func (st *conn) write(frame []byte) { st.Queue(st.Conn, frame) }
+// connection (reactor.Stream.Queue of the reader's stream), framed for the
+// connection (framed); it is flushed at the end of the read.
+func (st *conn) write(pkt []byte) { st.reader().Queue(st.Conn, st.framed(pkt)) }

@@ -25,6 +25,12 @@
 // connection without CONNECT at its auth deadline, and one silent for 1.5 ×
 // its keep-alive through hub.Conn.SetIdleTimeout.
 //
+// MQTT over WebSocket (websocket.go) is the same code on connections the
+// WebSocket server (pkg/server) accepts on /mqtt and hands over after the
+// upgrade (Listener.WebSocket, hub.Hub.Rebind): their packets come in the
+// server's binary messages and go out each in one binary frame
+// (WebSocketEncoding, ID 2).
+//
 // What is not supported (docs/mqtt.md): outbound QoS 2 (granted as 1),
 // persistent sessions (every session is clean), will messages, TLS.
 package listener

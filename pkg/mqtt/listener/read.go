@@ -52,6 +52,21 @@ func (h handler) Process(st *conn, buf []byte) (used int, complete bool) { retur
 // is a whole message (reactor.Stream.EndMessage); at an incomplete one it
 // records its length once the fixed header is there (SetNeed).
 func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
+	used, complete, need := l.packets(st, buf)
+	if complete {
+		st.EndMessage()
+	}
+	st.SetNeed(need)
+	return used, complete
+}
+
+// packets handles every complete packet at the start of buf, for both the
+// MQTT listener (process) and MQTT over WebSocket (wsConn.Message), and
+// returns the bytes used, whether at least one packet was complete, and
+// the length of the incomplete packet it stopped at once its fixed header
+// is there (0 when not known). It stops at a packet the codec refuses,
+// after closing the connection (refuse), and once a close is decided.
+func (l *Listener) packets(st *conn, buf []byte) (used int, complete bool, need int) {
 	p := packetPool.Get().(*packet.Packet)
 	defer packetPool.Put(p)
 	for used < len(buf) && !st.Closing() {
@@ -61,17 +76,15 @@ func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
 			break
 		}
 		if n == 0 {
-			need, _ := packet.Len(buf[used:], l.cfg.MaxPacketSize)
-			st.SetNeed(need)
+			need, _ = packet.Len(buf[used:], l.cfg.MaxPacketSize)
 			break
 		}
 		used += n
 		complete = true
-		st.EndMessage()
 		l.handle(st, p)
 	}
 	p.Topic, p.Payload = nil, nil // they alias the read buffer
-	return used, complete
+	return used, complete, need
 }
 
 // refuse closes the connection for a packet the codec or the session
@@ -246,7 +259,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 		if err != nil {
 			frame = nil
 		}
-		c.Answer(t, frame)
+		c.Answer(t, st.framed(frame))
 	})
 }
 
