@@ -28,7 +28,9 @@ type conn struct {
 	refused   bool        // the current SUBSCRIBE filter was refused (Write(KindError))
 	connected bool        // a CONNECT was accepted
 
-	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
+	connack    packet.ReturnCode // the CONNACK a reply decided (hasConnack), written after Handle returns
+	hasConnack bool
+	acked      bool // the PUBLISH being handled was acknowledged (Write)
 
 	window *inflight // outbound QoS 1 in flight; made by the first QoS 1 SUBSCRIBE
 
@@ -107,9 +109,9 @@ func (st *conn) Write(r session.Reply) {
 	case packet.TypeConnect:
 		switch r.Kind {
 		case session.KindAuthOK:
-			st.ack = packet.AppendConnack(nil, false, packet.Accepted)
+			st.connack, st.hasConnack = packet.Accepted, true
 		case session.KindAuthFailed:
-			st.ack = packet.AppendConnack(nil, false, connackCode(r.Err))
+			st.connack, st.hasConnack = connackCode(r.Err), true
 		}
 	case packet.TypePublish:
 		// A denied publish is acknowledged too (OQ-27): MQTT 3.1.1 has no
@@ -117,9 +119,9 @@ func (st *conn) Write(r session.Reply) {
 		// Written at once, like the WebSocket `published`: the session
 		// writes it before it hands the publication to the hub, so the
 		// acknowledgement precedes the publisher's own copies.
-		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && st.ack == nil {
-			st.ack = pubAck(st.curQoS, st.curID)
-			st.write(st.ack)
+		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && !st.acked {
+			st.acked = true
+			st.write(pubAck(st.curQoS, st.curID))
 		}
 	case packet.TypeSubscribe:
 		if r.Kind == session.KindError {

@@ -142,13 +142,12 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 // handled, then writes the acknowledgement its replies decided.
 func (l *Listener) command(st *conn, p *packet.Packet, last bool, cmd *wire.Command) {
 	st.cur, st.curID, st.curQoS, st.curLast = p.Type, p.PacketID, p.QoS, last
-	st.granted, st.refused, st.ack = false, false, nil
+	st.granted, st.refused, st.hasConnack, st.acked = false, false, false, false
 	l.proto.Handle(&st.State, st, cmd)
 	st.cur = 0
-	if st.ack != nil && p.Type != packet.TypePublish { // a PUBACK is written by Write
-		st.write(st.ack)
+	if st.hasConnack {
+		st.write(packet.AppendConnack(nil, false, st.connack))
 	}
-	st.ack = nil
 }
 
 func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
