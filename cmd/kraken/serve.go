@@ -118,16 +118,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if err != nil {
 		return startFailed(log, err, exitFail)
 	}
-	srv, err := server.New(n, server.Config{
-		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
-		MaxFrameSize:   cfg.MaxFrameSize,
-		InternalSecret: cfg.InternalSecret,
-		Logger:         log,
-	})
-	if err != nil {
-		return startFailed(log, err, exitFail)
-	}
+	// The MQTT listener first: it also serves MQTT over WebSocket, on the
+	// WebSocket port's /mqtt (docs/mqtt.md).
 	var mq *listener.Listener
+	var carried map[string]server.Carried
 	if cfg.MQTTEnabled {
 		mq, err = listener.New(n, listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
 			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes,
@@ -136,6 +130,17 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		if err != nil {
 			return startFailed(log, err, exitFail)
 		}
+		carried = map[string]server.Carried{server.MQTTPath: mq.WebSocket()}
+	}
+	srv, err := server.New(n, server.Config{
+		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
+		MaxFrameSize:   cfg.MaxFrameSize,
+		InternalSecret: cfg.InternalSecret,
+		Carried:        carried,
+		Logger:         log,
+	})
+	if err != nil {
+		return startFailed(log, err, exitFail)
 	}
 	backend.addReadyChecks(n)
 	if err := start(n, srv, mq); err != nil {

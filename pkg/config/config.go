@@ -20,8 +20,8 @@ type Config struct {
 	// WSPort is the WebSocket and HTTP port (WS_PORT, 8080, wire-reference.md §9);
 	// 0..65535, 0 lets the operating system choose.
 	WSPort int
-	// MQTTEnabled serves MQTT 3.1.1 on MQTTPort (MQTT_ENABLED, false;
-	// docs/mqtt.md). Off by default: the quickstart does not use it, and a
+	// MQTTEnabled serves MQTT 3.1.1 on MQTTPort, and over WebSocket on
+	// WSPort's /mqtt (MQTT_ENABLED, false; docs/mqtt.md). Off by default: the quickstart does not use it, and a
 	// laptop often runs another MQTT broker on 1883.
 	MQTTEnabled bool
 	// MQTTPort is the MQTT listener's port (MQTT_PORT, 1883, wire-reference.md

@@ -75,7 +75,7 @@ var settings = []setting{
 		func(c *Config) *string { return &c.Host }, false),
 	intSetting("WS_PORT", "8080", "WebSocket and HTTP port (0 = any free port)",
 		func(c *Config) *int { return &c.WSPort }, 0, 65535),
-	boolSetting("MQTT_ENABLED", "false", "serve MQTT 3.1.1 clients on MQTT_PORT (true or false; docs/mqtt.md)",
+	boolSetting("MQTT_ENABLED", "false", "serve MQTT 3.1.1 clients on MQTT_PORT and over WebSocket on the WebSocket port's /mqtt (true or false; docs/mqtt.md)",
 		func(c *Config) *bool { return &c.MQTTEnabled }),
 	intSetting("MQTT_PORT", "1883", "MQTT listener port, when MQTT_ENABLED=true (0 = any free port)",
 		func(c *Config) *int { return &c.MQTTPort }, 0, 65535),

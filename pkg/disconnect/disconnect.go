@@ -60,6 +60,10 @@ const (
 	InvalidPayload
 	// TooLarge: a frame or reassembled message over the frame cap.
 	TooLarge
+	// UnsupportedData: a data frame of a kind the connection's protocol
+	// does not carry (a text frame on an MQTT-over-WebSocket connection,
+	// [MQTT-6.0.0-1]).
+	UnsupportedData
 	// HandshakeTimeout: the HTTP upgrade request did not complete in time;
 	// answered with HTTP 408, no close frame.
 	HandshakeTimeout
@@ -102,6 +106,7 @@ var table = [numReasons]entry{
 	ProtocolError:    {ws.StatusProtocolError, "protocol error", false, "protocol_error"},
 	InvalidPayload:   {ws.StatusInvalidFramePayloadData, "invalid UTF-8", false, "invalid_payload"},
 	TooLarge:         {ws.StatusMessageTooBig, "frame too large", false, "too_large"},
+	UnsupportedData:  {ws.StatusUnsupportedData, "unsupported data", false, "unsupported_data"},
 	HandshakeTimeout: {0, "", true, "handshake_timeout"},
 	HTTPDone:         {0, "", false, "http_done"},
 	SessionTakenOver: {ws.StatusNormalClosure, "session_taken_over", false, "session_taken_over"},

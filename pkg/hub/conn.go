@@ -106,14 +106,17 @@ type Conn struct {
 // discards its input, answering nothing more. One atomic load.
 func (c *Conn) Closing() bool { return c.closeAt.Load() != 0 }
 
-// Transport returns the stream the connection was registered with; the
-// session layer asks it to build the frames it writes (its replies, in the
-// connection's encoding).
+// Transport returns the stream the connection was registered with (or
+// handed over to, Hub.Rebind); the session layer asks it to build the
+// frames it writes (its replies, in the connection's encoding). Call it
+// from the connection's reader, or once it is past its handshake.
 func (c *Conn) Transport() Transport { return c.t }
 
 // EncodingID returns the ID of the connection's encoding
 // (Transport().Encoding().ID(), hub.Encoding), which tells the transport
-// that accepted it from the others: 0 for WebSocket, 1 for MQTT.
+// that serves it from the others: 0 for WebSocket, 1 for MQTT, 2 for MQTT
+// over WebSocket. Like Transport, it changes only in the handshake
+// (Hub.Rebind).
 func (c *Conn) EncodingID() uint8 { return c.enc }
 
 // Phase returns the connection's lifecycle phase.
@@ -400,6 +403,16 @@ func (c *Conn) closeFrame(d disconnect.Disconnect) []byte {
 		return nil
 	}
 	return c.t.Encoding().Close(d)
+}
+
+// handshakeTimeout is the answer of c's encoding to a handshake that did
+// not complete, read under the write lock: the transport of a connection
+// in its handshake may still change (Hub.Rebind).
+func (c *Conn) handshakeTimeout() []byte {
+	c.wmu.Lock()
+	t := c.t
+	c.wmu.Unlock()
+	return t.Encoding().HandshakeTimeout()
 }
 
 // release closes the transport now (the close deadline passed, or the hub

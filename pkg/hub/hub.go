@@ -254,6 +254,34 @@ func (h *Hub) Register(t Transport) *Conn {
 	return c
 }
 
+// Rebind makes t the transport of c, a connection still in
+// PhaseHandshake, neither closing nor closed, and reports whether it did:
+// the one change of a connection's transport (and so of its encoding and
+// QoS 1 capability), for a connection accepted by one transport and handed
+// over to another after its handshake (MQTT over WebSocket: accepted by
+// pkg/server, served by pkg/mqtt/listener on the same socket). Call it
+// from c's reader, before the phase moves on; t writes to the same stream,
+// and what is queued stays queued. A connection in its handshake has no
+// subscription, no group, no reply owed and no delivery, so nothing was
+// built in the old encoding; the write lock (and the input flow control's,
+// which resumes paused sockets through the transport) orders the change
+// with every other goroutine that reads the transport: the worker's
+// writes, its sweep (the handshake-timeout answer, read under the lock;
+// releases and lingering, only once closing), the close callback's
+// markClosed and what follows it.
+func (h *Hub) Rebind(c *Conn, t Transport) bool {
+	h.forms.register(t.Encoding())
+	h.flow.mu.Lock()
+	c.wmu.Lock()
+	ok := !c.closed && !c.closing && c.Phase() == PhaseHandshake && c.rq == nil
+	if ok {
+		c.t, c.enc, c.qos1 = t, t.Encoding().ID(), qos1Capable(t)
+	}
+	c.wmu.Unlock()
+	h.flow.mu.Unlock()
+	return ok
+}
+
 // Closed must be called from the transport's close callback, before the
 // socket is released: it stops writes at once and schedules the cleanup of
 // the connection's subscriptions on its worker.

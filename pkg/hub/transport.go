@@ -25,7 +25,9 @@ type Transport interface {
 	// callback.
 	Close() error
 	// Encoding is the wire format of the frames the hub builds for this
-	// connection; it must not change over the connection's life.
+	// connection; it must not change over the connection's life (a
+	// connection handed over to another transport in its handshake gets
+	// that transport's, Hub.Rebind).
 	Encoding() Encoding
 }
 

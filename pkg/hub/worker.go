@@ -363,7 +363,7 @@ func (w *worker) sweep(now time.Time) {
 		switch c.Phase() {
 		case PhaseHandshake:
 			if ns-c.created > int64(cfg.HandshakeTimeout) {
-				if r := c.t.Encoding().HandshakeTimeout(); r != nil {
+				if r := c.handshakeTimeout(); r != nil {
 					c.WriteFlush(r)
 				}
 				c.closeWith(disconnect.New(disconnect.HandshakeTimeout))

@@ -97,13 +97,14 @@ func (n *Node) Opened(k Kind, _ *hub.Conn) { n.obs.open[k].Add(1) }
 // (the client's own close, timeouts, shutdown, a revocation already logged
 // by revalidation, plain HTTP) are logged at debug.
 var infoCloses = [disconnect.NumReasons]bool{
-	disconnect.SlowConsumer:   true,
-	disconnect.InputOverflow:  true,
-	disconnect.TooManyErrors:  true,
-	disconnect.AuthFailures:   true,
-	disconnect.ProtocolError:  true,
-	disconnect.InvalidPayload: true,
-	disconnect.TooLarge:       true,
+	disconnect.SlowConsumer:    true,
+	disconnect.InputOverflow:   true,
+	disconnect.TooManyErrors:   true,
+	disconnect.AuthFailures:    true,
+	disconnect.ProtocolError:   true,
+	disconnect.InvalidPayload:  true,
+	disconnect.TooLarge:        true,
+	disconnect.UnsupportedData: true,
 }
 
 // closed counts and logs a connection that ended; it runs on the

@@ -43,6 +43,12 @@ func NewStream(sock Socket) Stream { return Stream{sock: sock} }
 
 func (s *Stream) stream() *Stream { return s }
 
+// Socket returns the stream's socket: a protocol carried over the
+// connection's transport (MQTT over WebSocket) writes to it through a
+// Stream of its own (NewStream), while its reader's work (Queue, CloseNow,
+// Closing) stays on this one.
+func (s *Stream) Socket() Socket { return s.sock }
+
 // Deadline implements context.Context: there is none.
 func (*Stream) Deadline() (time.Time, bool) { return time.Time{}, false }
 

@@ -8,6 +8,12 @@
 // reply is its MessagePack payload in a binary frame. The work that
 // results runs on the hub's fixed worker pool.
 //
+// A protocol carried in binary messages on a path of its own
+// (Config.Carried, carried.go: MQTT over WebSocket on /mqtt, served by
+// pkg/mqtt/listener, which this package does not import) takes the
+// connection over at its upgrade (Carried.Open, hub.Hub.Rebind); the server
+// still reads its frames and hands it each binary message.
+//
 // # Connection lifecycle
 //
 //	| state      | event                        | what happens                                   |

@@ -58,6 +58,18 @@ func TestHTTPMetricsOnTheDataPortPointsToTheAdminListener(t *testing.T) {
 	}
 }
 
+// Without MQTT (no Config.Carried), /mqtt answers 404 saying MQTT over
+// WebSocket is off, even to an upgrade offering the mqtt subprotocol.
+func TestHTTPMQTTPathWhileMQTTIsOffIsNotFound(t *testing.T) {
+	s := start(t, nil)
+	resp, body := httpExchange(t, s, "GET /mqtt HTTP/1.1\r\nHost: kraken.test\r\nUpgrade: websocket\r\n"+
+		"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
+		"Sec-WebSocket-Protocol: mqtt\r\n\r\n")
+	if resp.StatusCode != 404 || !strings.Contains(body, "MQTT over WebSocket is off (MQTT_ENABLED=false)") {
+		t.Fatalf("GET /mqtt = %d %q, want 404 saying MQTT is off", resp.StatusCode, body)
+	}
+}
+
 func TestHTTPMalformedRequestLineIsBadRequest(t *testing.T) {
 	s := start(t, nil)
 	resp, _ := httpExchange(t, s, "THIS IS NOT HTTP AT ALL\r\n\r\n")

@@ -76,36 +76,52 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	case "/ws":
 		s.upgrade(st, req)
 	default:
-		s.obs.handshakes[HandshakeNotFound].Add(1)
-		if bytes.Equal(path, []byte("/metrics")) || bytes.HasPrefix(path, []byte("/debug/")) {
-			s.httpError(st, 404, "not found on the data port: /metrics and /debug/pprof are served by the admin listener (ADMIN_ADDR, 127.0.0.1:9469 by default)")
+		if p, ok := s.cfg.Carried[string(path)]; ok {
+			s.upgradeCarried(st, req, p)
 			break
 		}
-		s.httpError(st, 404, "not found: the WebSocket endpoint is /ws")
+		s.obs.handshakes[HandshakeNotFound].Add(1)
+		switch {
+		case bytes.Equal(path, []byte("/metrics")) || bytes.HasPrefix(path, []byte("/debug/")):
+			s.httpError(st, 404, "not found on the data port: /metrics and /debug/pprof are served by the admin listener (ADMIN_ADDR, 127.0.0.1:9469 by default)")
+		case bytes.Equal(path, []byte(MQTTPath)):
+			s.httpError(st, 404, "not found: MQTT over WebSocket is off (MQTT_ENABLED=false); the WebSocket endpoint is /ws")
+		default:
+			s.httpError(st, 404, "not found: the WebSocket endpoint is /ws")
+		}
 	}
 	return len(req)
 }
 
-// upgrade runs the gobwas/ws zero-copy upgrader over the buffered request:
-// no subprotocol, no extensions (permessage-deflate is not offered). A
-// refused upgrade is answered by refuseUpgrade and the connection closes.
+// upgrade upgrades a request on /ws: no subprotocol, no extensions
+// (permessage-deflate is not offered).
 func (s *Server) upgrade(st *connState, req []byte) {
+	if !s.upgradeWith(st, req, ws.Upgrader{}) {
+		return
+	}
+	st.Conn.SetPhase(hub.PhaseOpen)
+	s.opened(st) // counted and logged (stats.go)
+}
+
+// upgradeWith runs the gobwas/ws zero-copy upgrader u over the buffered
+// request and queues its 101, or answers a refused upgrade (refuseUpgrade:
+// the connection closes) and reports false.
+func (s *Server) upgradeWith(st *connState, req []byte, u ws.Upgrader) bool {
 	var resp bytes.Buffer
 	rw := struct {
 		io.Reader
 		io.Writer
 	}{bytes.NewReader(req), &resp}
-	_, err := (ws.Upgrader{}).Upgrade(rw)
+	_, err := u.Upgrade(rw)
 	if err == nil && !secKeyValid(req) {
 		err = ws.ErrHandshakeBadSecKey
 	}
 	if err != nil {
 		s.refuseUpgrade(st, err)
-		return
+		return false
 	}
 	st.write(resp.Bytes())
-	st.Conn.SetPhase(hub.PhaseOpen)
-	s.opened(st) // counted and logged (stats.go)
+	return true
 }
 
 // ready answers GET /ready: 200 {"status":"ready"}, or 503 with the names
@@ -164,19 +180,26 @@ func secKeyValid(req []byte) bool {
 // other requests are read by net/http (readHTTPRequest).
 func headerValue(head []byte, name string) []byte {
 	var value []byte
+	headerValues(head, name, func(v []byte) { value = v })
+	return value
+}
+
+// headerValues calls f with the trimmed value of every header called name
+// in the complete request head, in order (an upgrade's
+// Sec-WebSocket-Key, the subprotocols offered to a Carried protocol).
+func headerValues(head []byte, name string, f func(value []byte)) {
 	rest := head[bytes.IndexByte(head, '\n')+1:]
 	for {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
-			break
+			return
 		}
 		k, v, ok := bytes.Cut(rest[:i], []byte(":"))
 		if ok && bytes.EqualFold(bytes.TrimSpace(k), []byte(name)) {
-			value = bytes.TrimSpace(v)
+			f(bytes.TrimSpace(v))
 		}
 		rest = rest[i+1:]
 	}
-	return value
 }
 
 // rejectRequest answers a malformed or oversized request (counted as a

@@ -22,6 +22,10 @@ var commandPool = sync.Pool{New: func() any { return new(wire.Command) }}
 // empty binary message is the heartbeat, answered here once authenticated;
 // a text message is JSON, converted to MessagePack first.
 func (s *Server) onMessage(st *connState, op ws.OpCode, payload []byte) {
+	if cc := st.carried(); cc != nil {
+		s.onCarriedMessage(st, cc, op, payload)
+		return
+	}
 	st.EndMessage()
 	authed := st.Conn.Phase() == hub.PhaseAuthed
 	if op == ws.OpBinary && len(payload) == 0 {

@@ -36,9 +36,18 @@ type Config struct {
 	// MaxInternalBody bounds the body of POST /internal/publish in bytes
 	// (413 above it); 0 means MaxFrameSize.
 	MaxInternalBody int
+	// Carried maps a path to the protocol served in the binary messages
+	// of the WebSocket connections upgraded on it (Carried): MQTTPath to
+	// the MQTT listener's Listener.WebSocket when MQTT is enabled. A path
+	// not in it, /ws aside, answers 404 (MQTTPath saying MQTT is off).
+	Carried map[string]Carried
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
 }
+
+// MQTTPath is the path of MQTT over WebSocket (docs/mqtt.md), served when
+// Config.Carried has it.
+const MQTTPath = "/mqtt"
 
 // PayloadCeiling is the hard upper bound of a publish's data in bytes
 // (wire-reference.md §6.11).

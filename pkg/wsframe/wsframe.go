@@ -67,6 +67,13 @@ func Framed(op ws.OpCode, sizeHint int, enc func([]byte) []byte) []byte {
 	return buf[start:]
 }
 
+// AppendHeader appends the header of one final, unmasked frame with the
+// given opcode carrying n payload bytes to b (HeaderSize(n) bytes), for a
+// frame whose payload is built in parts (an MQTT QoS 1 PUBLISH over
+// WebSocket: its header, then a Packet Identifier of each delivery, then
+// its payload).
+func AppendHeader(b []byte, op ws.OpCode, n int) []byte { return appendHeader(b, op, n) }
+
 func appendHeader(b []byte, op ws.OpCode, n int) []byte {
 	first := byte(0x80) | byte(op)
 	switch {

@@ -21,9 +21,17 @@ import (
 // CONNECT, at close and when a session is parked or expires.
 type clients struct {
 	mu      sync.Mutex
-	m       map[string]*conn // identity → its connection
-	kept    map[string]*kept // identity → its session, while disconnected
-	waiting map[string]*conn // identity → a Clean Session 0 CONNECT waiting for a takeover's session
+	m       map[string]holder // identity → its connection
+	kept    map[string]*kept  // identity → its session, while disconnected
+	waiting map[string]*conn  // identity → a Clean Session 0 CONNECT waiting for a takeover's session
+}
+
+// holder is the connection of an identity and, for a Clean Session 0
+// one, its session state (read here, under the mutex, rather than from
+// the connection, whose reader owns it).
+type holder struct {
+	st *conn
+	ps *persist
 }
 
 // clientKey is the identity of a client: its actor and identifier.
@@ -40,12 +48,12 @@ func clientKey(c *hub.Conn, id string) string {
 // release forgets a Clean Session 1 connection's identity, unless a newer
 // connection took it; a Clean Session 0 one is forgotten by Park.
 func (cs *clients) release(st *conn) {
-	if st.clientKey == "" || st.ps != nil {
+	if st.clientKey == "" || st.persistent() != nil {
 		return
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.m[st.clientKey] == st {
+	if cs.m[st.clientKey].st == st {
 		delete(cs.m, st.clientKey)
 	}
 }

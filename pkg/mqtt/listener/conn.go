@@ -9,6 +9,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/reactor"
 	"github.com/NoLagApp/kraken/pkg/session"
 	"github.com/NoLagApp/kraken/pkg/wire"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // conn is the reader-side state of one MQTT connection, owned by its
@@ -29,22 +30,83 @@ type conn struct {
 	refused   bool        // the current SUBSCRIBE filter was refused (Write(KindError))
 	connected bool        // a CONNECT was accepted
 
-	ack []byte // the CONNACK a reply decided, written after Handle returns, or the PUBACK Write wrote
+	connack    packet.ReturnCode // the CONNACK a reply decided (hasConnack), written after Handle returns
+	hasConnack bool
+	acked      bool // the PUBLISH being handled was acknowledged (Write)
 
-	will      *will    // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
-	clientKey string   // actor and client identifier, in the listener's clients; "" for none (clients.go)
-	ps        *persist // a Clean Session 0 connection's session state; nil for Clean Session 1 (sessions.go)
+	clientKey string // actor and client identifier, in the listener's clients; "" for none (clients.go)
+	x         *extra // a will, a persistent session, inbound QoS 2 in progress; nil for most connections
 
 	// window is the outbound QoS 1 and 2 in flight and waiting: made by the
 	// first such SUBSCRIBE, or a resumed session's (sessions.go). Read by
 	// the worker (Deliver), set by the reader or, for a CONNECT that took a
 	// session over, by the old connection's worker.
-	window   atomic.Pointer[inflight]
-	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL; nil until the first
+	window atomic.Pointer[inflight]
+
+	// over is, for MQTT over WebSocket (websocket.go), the stream of the
+	// WebSocket connection that carries this one: its reader queues the
+	// replies and decides the closes there, and every packet it writes is
+	// one binary WebSocket frame. nil on the MQTT listener. Set before the
+	// connection is handed over (hub.Hub.Rebind), never changed.
+	over *reactor.Stream
 }
 
-// Encoding implements hub.Transport: MQTT packets.
-func (*conn) Encoding() hub.Encoding { return Encoding{} }
+// extra is the state only some connections have, kept out of conn so that
+// the common one (a client identifier, Clean Session 1, no will, QoS 0
+// and 1 publishes) stays small (TestConnStateSize). Set on the reader.
+type extra struct {
+	will     *will               // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
+	ps       *persist            // a Clean Session 0 connection's session state (sessions.go)
+	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL
+}
+
+// more returns st's extra state, made on first use (on the reader).
+func (st *conn) more() *extra {
+	if st.x == nil {
+		st.x = &extra{}
+	}
+	return st.x
+}
+
+// persistent returns st's session state when it is a Clean Session 0
+// connection, else nil.
+func (st *conn) persistent() *persist {
+	if st.x == nil {
+		return nil
+	}
+	return st.x.ps
+}
+
+// Encoding implements hub.Transport: MQTT packets, in binary WebSocket
+// frames when carried over WebSocket.
+func (st *conn) Encoding() hub.Encoding {
+	if st.over != nil {
+		return WebSocketEncoding{}
+	}
+	return Encoding{}
+}
+
+// reader is the stream the connection's reader queues its replies and
+// decides its closes on: its own, or the carrying WebSocket connection's.
+func (st *conn) reader() *reactor.Stream {
+	if st.over != nil {
+		return st.over
+	}
+	return &st.Stream
+}
+
+// Closing reports whether the reader decided a close (reactor.Stream.Closing
+// of the reader's stream).
+func (st *conn) Closing() bool { return st.reader().Closing() }
+
+// framed is pkt as the connection writes it: itself, or in one binary
+// WebSocket frame when carried over WebSocket; nil stays nil.
+func (st *conn) framed(pkt []byte) []byte {
+	if st.over == nil || pkt == nil {
+		return pkt
+	}
+	return wsframe.Binary(pkt)
+}
 
 // unsubackPlaceholder is what a worker writes for the unsubscribes of an
 // UNSUBSCRIBE before its last filter: nothing, but not nil, since an
@@ -68,7 +130,7 @@ func (st *conn) Frame(r session.Reply) []byte {
 		}
 	case session.KindUnsubscribed:
 		if st.cur == packet.TypeUnsubscribe && st.curLast {
-			return packet.AppendUnsuback(nil, st.curID)
+			return st.framed(packet.AppendUnsuback(nil, st.curID))
 		}
 		return unsubackPlaceholder
 	}
@@ -82,7 +144,7 @@ func (st *conn) Write(r session.Reply) {
 	case packet.TypeConnect:
 		switch r.Kind { // an accepted CONNECT's CONNACK says whether a session is present (openSession)
 		case session.KindAuthFailed:
-			st.ack = packet.AppendConnack(nil, false, connackCode(r.Err))
+			st.connack, st.hasConnack = connackCode(r.Err), true
 		}
 	case packet.TypePublish:
 		// A denied publish is acknowledged too (OQ-27): MQTT 3.1.1 has no
@@ -90,9 +152,9 @@ func (st *conn) Write(r session.Reply) {
 		// Written at once, like the WebSocket `published`: the session
 		// writes it before it hands the publication to the hub, so the
 		// acknowledgement precedes the publisher's own copies.
-		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && st.ack == nil {
-			st.ack = pubAck(st.curQoS, st.curID)
-			st.write(st.ack)
+		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && !st.acked {
+			st.acked = true
+			st.write(pubAck(st.curQoS, st.curID))
 		}
 	case packet.TypeSubscribe:
 		if r.Kind == session.KindError {
@@ -131,8 +193,12 @@ func connackCode(e *wire.Error) packet.ReturnCode {
 // Disconnect implements session.Sink and reactor.Conn: closes after what is
 // owed and queued (reactor.Stream.CloseNow); MQTT 3.1.1 has no packet for
 // it, so the socket just closes.
-func (st *conn) Disconnect(d disconnect.Disconnect) { st.CloseNow(st.Conn, d) }
+//
+// Over WebSocket the hub ends it with the close frame of d
+// (WebSocketEncoding.Close), as the WebSocket transport does.
+func (st *conn) Disconnect(d disconnect.Disconnect) { st.reader().CloseNow(st.Conn, d) }
 
 // write queues a packet behind the replies workers still owe the
-// connection (reactor.Stream.Queue); it is flushed at the end of the read.
-func (st *conn) write(frame []byte) { st.Queue(st.Conn, frame) }
+// connection (reactor.Stream.Queue of the reader's stream), framed for the
+// connection (framed); it is flushed at the end of the read.
+func (st *conn) write(pkt []byte) { st.reader().Queue(st.Conn, st.framed(pkt)) }

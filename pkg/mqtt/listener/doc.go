@@ -33,6 +33,12 @@
 // new CONNECT taking it over (clients.go); a Clean Session 0 connection's
 // session outlives it on a parked hub connection (sessions.go).
 //
+// MQTT over WebSocket (websocket.go) is the same code on connections the
+// WebSocket server (pkg/server) accepts on /mqtt and hands over after the
+// upgrade (Listener.WebSocket, hub.Hub.Rebind): their packets come in the
+// server's binary messages and go out each in one binary frame
+// (WebSocketEncoding, ID 2).
+//
 // What is not supported (docs/mqtt.md): TLS, MQTT 5, sessions that survive
 // a restart or move between nodes.
 package listener

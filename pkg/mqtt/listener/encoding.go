@@ -27,10 +27,7 @@ func (Encoding) ID() uint8 { return EncodingID }
 // pattern, which is the topic it subscribed to. nil, so nothing is
 // written, for a topic MQTT cannot carry.
 func (Encoding) Message(m *wire.Message) []byte {
-	topic := m.Topic
-	if m.SourceTopic != "" {
-		topic = m.SourceTopic
-	}
+	topic := publishTopic(m)
 	payload := Payload(m.Data)
 	h := packet.PublishHeader{Topic: topic}
 	frame, err := packet.AppendPublishHeader(make([]byte, 0, 5+2+len(topic)+len(payload)), h, len(payload))
@@ -40,15 +37,22 @@ func (Encoding) Message(m *wire.Message) []byte {
 	return append(frame, payload...)
 }
 
+// publishTopic is the topic name of m's PUBLISH: m.SourceTopic for a
+// wildcard subscription (a topic name has no wildcards, [MQTT-3.3.2-2]),
+// else the subscriber's pattern, which is the topic it subscribed to.
+func publishTopic(m *wire.Message) string {
+	if m.SourceTopic != "" {
+		return m.SourceTopic
+	}
+	return m.Topic
+}
+
 // MessageQoS1 implements hub.QoS1Encoding: the parts of a QoS 1 PUBLISH
 // of m before and after its Packet Identifier, which the connection's
 // in-flight window assigns per delivery (conn.Acquire). nil, nil for a
 // topic MQTT cannot carry.
 func (Encoding) MessageQoS1(m *wire.Message) (head, tail []byte) {
-	topic := m.Topic
-	if m.SourceTopic != "" {
-		topic = m.SourceTopic
-	}
+	topic := publishTopic(m)
 	tail = Payload(m.Data)
 	head, err := packet.AppendPublishHeader(make([]byte, 0, 5+2+len(topic)), packet.PublishHeader{Topic: topic, QoS: 1}, len(tail))
 	if err != nil {

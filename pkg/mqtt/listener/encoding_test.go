@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/gobwas/ws"
+
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
 	"github.com/NoLagApp/kraken/pkg/wire"
 )
@@ -52,5 +54,47 @@ func TestEncodingMessage(t *testing.T) {
 			string(p.Topic) != "a/b" || string(p.Payload) != "hi" {
 			t.Fatalf("% x: %v %+v", frame, err, p)
 		}
+	}
+}
+
+// Over WebSocket a delivery is Encoding's packet in one unmasked binary
+// frame, whatever its length (7, 16 and 64-bit frame lengths); a QoS 1
+// one's frame header counts the Packet Identifier the hub puts between
+// head and tail; RETAIN is set on the packet, past the frame header.
+func TestWebSocketEncoding(t *testing.T) {
+	for _, size := range []int{3, 200, 70000} {
+		m := wire.Message{Topic: "a/b", Data: Data(bytes.Repeat([]byte("x"), size), false)}
+		read := func(what string, frame []byte) []byte {
+			t.Helper()
+			r := bytes.NewReader(frame)
+			f, err := ws.ReadFrame(r)
+			if err != nil || r.Len() != 0 || !f.Header.Fin || f.Header.Masked || f.Header.OpCode != ws.OpBinary {
+				t.Fatalf("%s of %d bytes: %v, %+v, %d bytes left", what, size, err, f.Header, r.Len())
+			}
+			return f.Payload
+		}
+		enc := WebSocketEncoding{}
+		frame := enc.Message(&m)
+		plain := Encoding{}
+		if got, want := read("QoS 0", frame), plain.Message(&m); !bytes.Equal(got, want) {
+			t.Fatalf("QoS 0 of %d bytes: a frame of the packet % x…, want % x…", size, got[:8], want[:8])
+		}
+		if got := read("retained QoS 0", enc.Retained(frame)); got[0] != 0x31 {
+			t.Fatalf("retained QoS 0: first byte %02x", got[0])
+		}
+		head, tail := enc.MessageQoS1(&m)
+		id := []byte{0, 7}
+		h, tl := plain.MessageQoS1(&m)
+		want := append(append(append([]byte(nil), h...), id...), tl...)
+		if got := read("QoS 1", append(append(append([]byte(nil), head...), id...), tail...)); !bytes.Equal(got, want) {
+			t.Fatalf("QoS 1 of %d bytes: a frame of % x…, want % x…", size, got[:8], want[:8])
+		}
+		if got := read("retained QoS 1", append(append(enc.Retained(head), id...), tail...)); got[0] != 0x33 {
+			t.Fatalf("retained QoS 1: first byte %02x", got[0])
+		}
+	}
+	long := wire.Message{Topic: string(make([]byte, 70000))}
+	if f := (WebSocketEncoding{}).Message(&long); f != nil {
+		t.Fatalf("a topic MQTT cannot carry: % x…, want nil", f[:8])
 	}
 }

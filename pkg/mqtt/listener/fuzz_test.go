@@ -45,6 +45,36 @@ var (
 	fuzzSetup error
 )
 
+// socketPair returns one end of a new socketpair, both closed when t
+// ends.
+func socketPair(t *testing.T) pairSocket {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fds[0]); _ = unix.Close(fds[1]) })
+	return pairSocket{fds[0]}
+}
+
+// fuzzListener makes the fuzz tests' listener, once, on a node of its own
+// (shut down in TestMain).
+func fuzzListener(tb testing.TB) {
+	fuzzOnce.Do(func() {
+		n, err := node.New(node.Config{Hub: hub.Config{Workers: 1},
+			Session: session.Config{Auth: fuzzAuth{}, RateLimit: 1 << 20}})
+		if err != nil {
+			fuzzSetup = err
+			return
+		}
+		n.Hub().Start()
+		fuzzNode = n
+		fuzzLst, fuzzSetup = New(n, Config{})
+	})
+	if fuzzSetup != nil {
+		tb.Fatal(fuzzSetup)
+	}
+}
+
 // FuzzProcess feeds arbitrary bytes, after an optional valid CONNECT (with
 // a will on a/w and client identifier "c"), to the packet handling of two
 // connections in turn (the session protocol and hub behind them), so the
@@ -88,35 +118,17 @@ func FuzzProcess(f *testing.F) {
 		f.Add(true, seed)
 		f.Add(false, seed)
 	}
-	fuzzOnce.Do(func() {
-		n, err := node.New(node.Config{Hub: hub.Config{Workers: 1},
-			Session: session.Config{Auth: fuzzAuth{}, RateLimit: 1 << 20}})
-		if err != nil {
-			fuzzSetup = err
-			return
-		}
-		n.Hub().Start()
-		fuzzNode = n
-		fuzzLst, fuzzSetup = New(n, Config{})
-	})
-	if fuzzSetup != nil {
-		f.Fatal(fuzzSetup)
-	}
+	fuzzListener(f)
 	f.Fuzz(func(t *testing.T, withConnect bool, data []byte) {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, 0)
-		if err != nil {
-			t.Skip(err)
-		}
-		defer unix.Close(fds[1])
-		defer unix.Close(fds[0])
+		sock := socketPair(t)
 		l := fuzzLst
 		buf := data
 		if withConnect {
 			buf = append(append([]byte(nil), connect...), data...)
 		}
-		first := fuzzConn(t, l, pairSocket{fds[0]}, buf)
+		first := fuzzConn(t, l, sock, buf)
 		answered(first)
-		second := fuzzConn(t, l, pairSocket{fds[0]}, buf) // takes the first over
+		second := fuzzConn(t, l, sock, buf) // takes the first over
 		for _, st := range []*conn{first, second} {
 			l.hub.Closed(st.Conn) // the first's session goes to the second, which may wait for it
 			handler{l}.Closed(st)
@@ -151,4 +163,59 @@ func fuzzConn(t *testing.T, l *Listener, sock pairSocket, buf []byte) *conn {
 		}
 	}
 	return st
+}
+
+// FuzzWebSocketMessages feeds arbitrary bytes, after an optional valid
+// CONNECT, to an MQTT-over-WebSocket connection, cut into binary messages
+// at arbitrary points: nothing may panic, and what a connection still open
+// keeps between messages is the start of one packet, within the packet
+// bound.
+func FuzzWebSocketMessages(f *testing.F) {
+	connect := []byte{0x10, 0x13, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xc2, 0, 30, 0, 1, 'c', 0, 1, 'u', 0, 1, 't'}
+	for _, seed := range [][]byte{
+		{},
+		{0xc0, 0x00, 0xc0, 0x00},
+		{0x82, 0x0a, 0, 1, 0, 3, 'a', '/', '#', 1, 0, 1},
+		{0x32, 0x08, 0, 3, 'a', '/', 'b', 0, 5, 'x', 0xc0, 0x00},
+		{0x30, 0xff, 0xff, 0xff, 0x7f},
+		{0xe0, 0x00},
+	} {
+		f.Add(true, seed, []byte{1, 3})
+		f.Add(false, seed, []byte{0, 7})
+	}
+	fuzzListener(f)
+	f.Fuzz(func(t *testing.T, withConnect bool, data, cuts []byte) {
+		sock := socketPair(t)
+		l := fuzzLst
+		over := reactor.NewStream(sock)
+		c := l.hub.Register(&conn{Stream: reactor.NewStream(sock)})
+		defer l.hub.Closed(c)
+		if !l.WebSocket().Open(c, &over) {
+			t.Fatal("Open refused a connection in its handshake")
+		}
+		st := c.Transport().(*wsConn)
+		buf := data
+		if withConnect {
+			buf = append(append([]byte(nil), connect...), data...)
+		}
+		for _, cut := range cuts {
+			at := min(int(cut), len(buf))
+			st.Message(buf[:at])
+			buf = buf[at:]
+		}
+		st.Message(buf)
+		if len(st.pending) > l.cfg.MaxPacketSize {
+			t.Fatalf("kept %d bytes, over the packet bound", len(st.pending))
+		}
+		if len(st.pending) > 0 && !st.Closing() {
+			var p packet.Packet
+			if n, err := packet.Parse(st.pending, l.cfg.MaxPacketSize, &p); n != 0 || err != nil {
+				t.Fatalf("kept %d bytes that parse as %d, %v without closing", len(st.pending), n, err)
+			}
+		}
+		for deadline := time.Now().Add(2 * time.Second); c.PendingReplies() > 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Microsecond)
+		}
+		c.Flush()
+	})
 }

@@ -90,15 +90,16 @@ func startNodeWith(t testing.TB, mutate func(*testConfig), lmutate func(*listene
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
 	lcfg := listener.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger}
 	if lmutate != nil {
 		lmutate(&lcfg)
 	}
 	l, err := listener.New(n, lcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", Logger: cfg.Logger,
+		Carried: map[string]server.Carried{server.MQTTPath: l.WebSocket()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // The states of an in-flight slot: what its outbound PUBLISH waits for
@@ -62,6 +63,24 @@ type inflight struct {
 	parked  bool      // the session's connection is gone: deliveries are kept, bounded, never refused
 	maxN    int       // messages kept while parked (0: no bound)
 	dropped int       // deliveries dropped while parked, past the bounds
+	ws      bool      // the session's packets are in binary WebSocket frames (MQTT over WebSocket)
+}
+
+// flags returns the index in head of the MQTT fixed header's first byte
+// (packet type and flags: DUP, QoS, RETAIN).
+func (f *inflight) flags(head []byte) int {
+	if f.ws {
+		return payloadAt(head)
+	}
+	return 0
+}
+
+// packet is pkt as the session writes it (framed for MQTT over WebSocket).
+func (f *inflight) packet(pkt []byte) []byte {
+	if f.ws {
+		return wsframe.Binary(pkt)
+	}
+	return pkt
 }
 
 // sentMsg is what a persistent session's slot sent: the PUBLISH's parts
@@ -124,7 +143,8 @@ func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
 	if qos == 2 {
 		state = slotPubrec
 		h := append([]byte(nil), head...) // the shared head is QoS 1's
-		h[0] = h[0]&^0x06 | 0x04
+		at := f.flags(h)
+		h[at] = h[at]&^0x06 | 0x04
 		head = h
 	}
 	id, slot := f.take(state)

@@ -121,6 +121,7 @@ func New(n *node.Node, cfg Config) (*Listener, error) {
 		return nil, err
 	}
 	n.AddTransport(EncodingID, l)
+	n.AddTransport(WebSocketEncodingID, overWebSocket{})
 	return l, nil
 }
 

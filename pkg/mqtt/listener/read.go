@@ -52,6 +52,21 @@ func (h handler) Process(st *conn, buf []byte) (used int, complete bool) { retur
 // is a whole message (reactor.Stream.EndMessage); at an incomplete one it
 // records its length once the fixed header is there (SetNeed).
 func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
+	used, complete, need := l.packets(st, buf)
+	if complete {
+		st.EndMessage()
+	}
+	st.SetNeed(need)
+	return used, complete
+}
+
+// packets handles every complete packet at the start of buf, for both the
+// MQTT listener (process) and MQTT over WebSocket (wsConn.Message), and
+// returns the bytes used, whether at least one packet was complete, and
+// the length of the incomplete packet it stopped at once its fixed header
+// is there (0 when not known). It stops at a packet the codec refuses,
+// after closing the connection (refuse), and once a close is decided.
+func (l *Listener) packets(st *conn, buf []byte) (used int, complete bool, need int) {
 	p := packetPool.Get().(*packet.Packet)
 	defer packetPool.Put(p)
 	for used < len(buf) && !st.Closing() {
@@ -61,17 +76,15 @@ func (l *Listener) process(st *conn, buf []byte) (used int, complete bool) {
 			break
 		}
 		if n == 0 {
-			need, _ := packet.Len(buf[used:], l.cfg.MaxPacketSize)
-			st.SetNeed(need)
+			need, _ = packet.Len(buf[used:], l.cfg.MaxPacketSize)
 			break
 		}
 		used += n
 		complete = true
-		st.EndMessage()
 		l.handle(st, p)
 	}
 	p.Topic, p.Payload = nil, nil // they alias the read buffer
-	return used, complete
+	return used, complete, need
 }
 
 // refuse closes the connection for a packet the codec or the session
@@ -111,7 +124,9 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 		// again for a new message [MQTT-4.3.3-2]. PUBCOMP even for an
 		// identifier not held (a retransmitted PUBREL after our PUBCOMP was
 		// lost).
-		delete(st.received, p.PacketID)
+		if st.x != nil {
+			delete(st.x.received, p.PacketID)
+		}
 		st.write(packet.AppendPubcomp(nil, p.PacketID))
 	case packet.TypeSubscribe:
 		l.subscribe(st, p)
@@ -120,7 +135,9 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 	case packet.TypePingreq:
 		st.write(packet.AppendPingresp(nil))
 	case packet.TypeDisconnect:
-		st.will = nil // a clean end: no will [MQTT-3.14.4-3]
+		if st.x != nil {
+			st.x.will = nil // a clean end: no will [MQTT-3.14.4-3]
+		}
 		st.Disconnect(disconnect.New(disconnect.ClientClosed))
 	case packet.TypePuback:
 		if f := st.window.Load(); f != nil {
@@ -144,13 +161,12 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 // handled, then writes the acknowledgement its replies decided.
 func (l *Listener) command(st *conn, p *packet.Packet, last bool, cmd *wire.Command) {
 	st.cur, st.curID, st.curQoS, st.curLast = p.Type, p.PacketID, p.QoS, last
-	st.granted, st.refused, st.ack = false, false, nil
+	st.granted, st.refused, st.hasConnack, st.acked = false, false, false, false
 	l.proto.Handle(&st.State, st, cmd)
 	st.cur = 0
-	if st.ack != nil && p.Type != packet.TypePublish { // a PUBACK is written by Write
-		st.write(st.ack)
+	if st.hasConnack {
+		st.write(packet.AppendConnack(nil, false, st.connack))
 	}
-	st.ack = nil
 }
 
 func getCommand() *wire.Command { return commandPool.Get().(*wire.Command) }
@@ -185,7 +201,9 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 		return
 	}
 	st.connected = true
-	st.will = newWill(c)
+	if w := newWill(c); w != nil {
+		st.more().will = w
+	}
 	if c.ClientID == "" { // with Clean Session 1: an identity of its own, never taken over
 		st.write(packet.AppendConnack(nil, false, packet.Accepted))
 	} else {
@@ -211,14 +229,15 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 // not published again (MQTT 3.1.1 §4.3.3, Figure 4.3, method B).
 func (l *Listener) publish(st *conn, p *packet.Packet) {
 	if p.QoS == 2 {
-		if _, dup := st.received[p.PacketID]; dup {
+		x := st.more()
+		if _, dup := x.received[p.PacketID]; dup {
 			st.write(packet.AppendPubrec(nil, p.PacketID))
 			return
 		}
-		if st.received == nil {
-			st.received = make(map[uint16]struct{})
+		if x.received == nil {
+			x.received = make(map[uint16]struct{})
 		}
-		st.received[p.PacketID] = struct{}{}
+		x.received[p.PacketID] = struct{}{}
 	}
 	cmd := getCommand()
 	defer putCommand(cmd)
@@ -254,9 +273,10 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 			// reads it, conn.Deliver): a QoS 0 client never pays for it. A
 			// persistent session's keeps what it sends until acknowledged.
 			w := newInflight(l.hub, l.cfg.MaxInflight, l.cfg.MaxQueuedBytes, l.hub.Config().WriteTimeout)
-			if st.ps != nil {
+			if st.persistent() != nil {
 				w.sent = make([]sentMsg, len(w.ids))
 			}
+			w.ws = st.over != nil
 			st.window.CompareAndSwap(nil, w) // a session taken over may have given it one meanwhile
 		}
 		cmd.Reset()
@@ -288,7 +308,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 		if err != nil {
 			frame = nil
 		}
-		c.Answer(t, frame)
+		c.Answer(t, st.framed(frame))
 	})
 }
 

@@ -47,6 +47,7 @@ import (
 
 // kept is a session whose connection is gone.
 type kept struct {
+	enc   hub.Encoding  // of the connection that left it: what its window holds is framed so
 	specs []hub.SubSpec // every subscription, newest first
 	f     *inflight     // its window and what waits; nil when it never subscribed at QoS ≥ 1
 	pc    *hub.Conn     // the parked connection collecting its deliveries
@@ -57,6 +58,7 @@ type kept struct {
 // is dropped, and the hub's close (the session expired, or the broker
 // shuts down) lets go of the session.
 type offline struct {
+	enc hub.Encoding // the session's: its deliveries are framed as its connection's were
 	l   *Listener
 	id  string
 	f   *inflight
@@ -82,8 +84,8 @@ func (o *offline) CloseWrite() error {
 	return nil
 }
 
-func (*offline) Close() error           { return nil }
-func (*offline) Encoding() hub.Encoding { return Encoding{} }
+func (*offline) Close() error             { return nil }
+func (o *offline) Encoding() hub.Encoding { return o.enc }
 
 // Deliver implements hub.Acker: kept in the session's window, never
 // refused (a parked session is bounded, not closed).
@@ -111,13 +113,14 @@ func (f *inflight) keepLocked(head, tail []byte, qos uint8) bool {
 // Session 0 connection that ended are kept (sessions.go), or handed to the
 // connection that took it over and waits for them.
 func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
-	if st.ps == nil {
+	ps := st.persistent()
+	if ps == nil {
 		return
 	}
-	l := st.ps.l
+	l := ps.l
 	k := &kept{specs: specs, f: st.window.Load()}
 	l.clients.mu.Lock()
-	if l.clients.m[st.clientKey] == st {
+	if l.clients.m[st.clientKey].st == st {
 		delete(l.clients.m, st.clientKey)
 	}
 	if w := l.clients.waiting[st.clientKey]; w != nil && w != st {
@@ -126,11 +129,11 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		l.restore(w, k, true) // taken over by a Clean Session 0 CONNECT
 		return
 	}
-	if l.clients.m[st.clientKey] != nil || len(l.clients.kept) >= l.cfg.MaxSessions {
+	if _, taken := l.clients.m[st.clientKey]; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
 		// taken over by a Clean Session 1 CONNECT, which discards it; or
 		// too many sessions kept
 		l.clients.mu.Unlock()
-		if l.clients.m[st.clientKey] == nil {
+		if !taken {
 			l.log.Warn("persistent session not kept: MaxSessions sessions are kept already",
 				zap.Int("max_sessions", l.cfg.MaxSessions))
 		}
@@ -138,13 +141,14 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	}
 	if k.f == nil {
 		k.f = newInflight(l.hub, l.cfg.MaxInflight, l.cfg.SessionMaxBytes, 0)
-		k.f.sent = make([]sentMsg, len(k.f.ids))
+		k.f.sent, k.f.ws = make([]sentMsg, len(k.f.ids)), st.over != nil
 	}
 	k.f.mu.Lock()
 	k.f.parked, k.f.maxN = true, l.cfg.SessionMaxMessages
 	k.f.maxQueued = l.cfg.SessionMaxBytes
 	k.f.mu.Unlock()
-	t := &offline{l: l, id: st.clientKey, f: k.f}
+	k.enc = st.Encoding()
+	t := &offline{l: l, id: st.clientKey, f: k.f, enc: k.enc}
 	var collect []hub.SubSpec
 	for _, s := range specs {
 		if s.QoS > 0 {
@@ -156,7 +160,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	t.got = k.pc
 	// Idle, by the hub's clock, once the expiry has passed: the hub's
 	// sweep then closes it (offline.CloseWrite).
-	k.pc.Touch(time.Now().Add(st.ps.expiry).UnixNano() - int64(l.hub.Config().IdleTimeout))
+	k.pc.Touch(time.Now().Add(ps.expiry).UnixNano() - int64(l.hub.Config().IdleTimeout))
 	l.clients.kept[st.clientKey] = k
 	l.clients.mu.Unlock()
 }
@@ -191,20 +195,26 @@ func (l *Listener) sessionExpiry(c *hub.Conn) time.Duration {
 func (l *Listener) openSession(st *conn, clean bool, id string) {
 	st.clientKey = clientKey(st.Conn, id)
 	if !clean {
-		st.ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn)}
+		st.more().ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn)}
 	}
 	cs := &l.clients
 	cs.mu.Lock()
 	if cs.m == nil {
-		cs.m, cs.kept, cs.waiting = make(map[string]*conn), make(map[string]*kept), make(map[string]*conn)
+		cs.m, cs.kept, cs.waiting = make(map[string]holder), make(map[string]*kept), make(map[string]*conn)
 	}
-	old := cs.m[st.clientKey]
-	cs.m[st.clientKey] = st
+	prev := cs.m[st.clientKey]
+	old := prev.st
+	cs.m[st.clientKey] = holder{st: st, ps: st.persistent()}
 	k := cs.kept[st.clientKey]
 	delete(cs.kept, st.clientKey)
-	wait := !clean && old != nil && old.ps != nil
+	if k != nil && !clean && k.enc.ID() != st.Encoding().ID() {
+		// Kept by the other MQTT transport (plain or over WebSocket): what
+		// it holds is framed for that one; the session starts anew.
+		clean = true
+	}
+	wait := !clean && old != nil && prev.ps != nil
 	if wait {
-		st.ps.connack = st.Conn.ExpectReply()
+		st.x.ps.connack = st.Conn.ExpectReply()
 		cs.waiting[st.clientKey] = st
 	}
 	cs.mu.Unlock()
@@ -240,7 +250,7 @@ type persist struct {
 func (l *Listener) restore(st *conn, k *kept, answer bool) {
 	h := l.hub
 	if answer {
-		t := st.ps.connack
+		t := st.x.ps.connack
 		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, packet.AppendConnack(nil, true, packet.Accepted)) })
 	}
 	f := k.f
@@ -298,12 +308,12 @@ func (f *inflight) resume(c *hub.Conn) {
 	for _, i := range order {
 		id := f.buf[2*i : 2*i+2 : 2*i+2]
 		if f.state[i] == slotPubcomp {
-			c.WriteFrame(packet.AppendPubrel(nil, f.ids[i]))
+			c.WriteFrame(f.packet(packet.AppendPubrel(nil, f.ids[i])))
 			continue
 		}
 		m := f.sent[i]
 		head := append([]byte(nil), m.head...)
-		head[0] |= 0x08 // DUP [MQTT-3.3.1-1]
+		head[f.flags(head)] |= 0x08 // DUP [MQTT-3.3.1-1]
 		c.WriteParts(head, id, m.tail)
 	}
 	f.drainLocked(c)

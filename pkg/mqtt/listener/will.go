@@ -33,7 +33,7 @@ func newWill(c *packet.Connect) *will {
 // released.
 func (h handler) Closed(st *conn) {
 	h.l.clients.release(st)
-	if st.will != nil {
+	if st.x != nil && st.x.will != nil {
 		h.l.publishWill(st)
 	}
 }
@@ -44,8 +44,8 @@ func (h handler) Closed(st *conn) {
 // window does not hold it back), its replies discarded. A will the grants
 // refuse is logged by the session, as a refused PUBLISH is.
 func (l *Listener) publishWill(st *conn) {
-	w := st.will
-	st.will = nil
+	w := st.x.will
+	st.x.will = nil
 	cmd := getCommand()
 	defer putCommand(cmd)
 	cmd.Type, cmd.Topic, cmd.HasTopic = "publish", w.topic, true
