@@ -49,6 +49,9 @@ import (
 type kept struct {
 	enc   hub.Encoding  // of the connection that left it: what its window holds is framed so
 	specs []hub.SubSpec // every subscription, newest first
+	// received is the inbound QoS 2 identifiers whose PUBREL had not come:
+	// a PUBLISH that repeats one after the resume is not published again.
+	received map[uint16]struct{}
 	f     *inflight     // its window and what waits; nil when it never subscribed at QoS ≥ 1
 	pc    *hub.Conn     // the parked connection collecting its deliveries
 }
@@ -118,7 +121,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		return
 	}
 	l := ps.l
-	k := &kept{specs: specs, f: st.window.Load()}
+	k := &kept{specs: specs, f: st.window.Load(), received: st.x.received}
 	l.clients.mu.Lock()
 	if l.clients.m[st.clientKey].st == st {
 		delete(l.clients.m, st.clientKey)
@@ -161,8 +164,12 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	// Idle, by the hub's clock, once the expiry has passed: the hub's
 	// sweep then closes it (offline.CloseWrite).
 	k.pc.Touch(time.Now().Add(ps.expiry).UnixNano() - int64(l.hub.Config().IdleTimeout))
+	prev := l.clients.kept[st.clientKey] // a waiting CONNECT's own, parked when it dropped first
 	l.clients.kept[st.clientKey] = k
 	l.clients.mu.Unlock()
+	if prev != nil && prev.pc != nil {
+		l.hub.Close(prev.pc, disconnect.New(disconnect.SessionTakenOver))
+	}
 }
 
 // expire forgets the session kept for id when pc is still its parked
@@ -252,6 +259,9 @@ func (l *Listener) restore(st *conn, k *kept, answer bool) {
 	if answer {
 		t := st.x.ps.connack
 		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, packet.AppendConnack(nil, true, packet.Accepted)) })
+	}
+	if !answer && k.received != nil { // on st's reader (a CONNECT that waited is on another's worker: not kept)
+		st.more().received = k.received
 	}
 	f := k.f
 	if f != nil {

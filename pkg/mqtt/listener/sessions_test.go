@@ -211,3 +211,33 @@ func TestMosquittoPersistentSession(t *testing.T) {
 		t.Fatalf("second run: %v, %q; want the two messages published while it was away", err, out)
 	}
 }
+
+// A persistent session remembers the inbound QoS 2 identifiers whose
+// PUBREL had not come: the client's retransmitted PUBLISH after it
+// resumes is answered with PUBREC and not published again (§4.3.3, §4.1).
+func TestPersistentSessionKeepsInboundQoS2(t *testing.T) {
+	n := startNode(t, nil)
+	ws := testpeer.Dial(t, n.wsAddr())
+	ws.Auth("dev-token-alice")
+	ws.Send("type", "subscribe", "topic", topic)
+	ws.ExpectType("subscribed")
+
+	c, _ := sessionClient(t, n, "q2", false)
+	c.send(publishPkt(topic, 2, false, 7, "exactly once"))
+	c.expect(0x50)
+	_ = c.c.Close() // before its PUBREL
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	ws.ExpectType("message")
+
+	c, present := sessionClient(t, n, "q2", false)
+	if !present {
+		t.Fatal("session present 0")
+	}
+	dup := publishPkt(topic, 2, false, 7, "exactly once")
+	dup[0] |= 0x08
+	c.send(dup)
+	c.expect(0x50)
+	c.send(ack(0x62, 7))
+	c.expect(0x70)
+	ws.ExpectNothing(200 * time.Millisecond)
+}
