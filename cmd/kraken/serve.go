@@ -151,7 +151,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	// Closed after n.Shutdown (deferred): /ready answers not ready while
 	// the connections drain.
-	admin := startAdmin(cfg, metrics.Sources{Components: components(n, srv, backend, cache, ext, cfg.BrokerBackend),
+	admin := startAdmin(cfg, metrics.Sources{Components: components(n, srv, mq, backend, cache, ext, cfg.BrokerBackend),
 		BrokerStats: brokerStats(fanout), Version: version}, n, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
@@ -191,11 +191,14 @@ func start(n *node.Node, srv *server.Server, mq *listener.Listener) error {
 }
 
 // components are the parts of the node that report metrics, those
-// configured: the node, the WebSocket server, the auth backend, the token
-// cache, the control plane and the webhook dispatcher.
-func components(n *node.Node, srv *server.Server, b authBackend, cache *auth.Cache, ext *external,
+// configured: the node, the WebSocket server, the MQTT listener, the auth
+// backend, the token cache, the control plane and the webhook dispatcher.
+func components(n *node.Node, srv *server.Server, mq *listener.Listener, b authBackend, cache *auth.Cache, ext *external,
 	brokerBackend string) []metrics.Component {
 	out := []metrics.Component{n.Metrics(b.name, brokerBackend), srv}
+	if mq != nil {
+		out = append(out, mq)
+	}
 	if b.tokens != nil {
 		out = append(out, b.tokens)
 	}

@@ -18,6 +18,7 @@ type Descs struct {
 	MessagesIn, MessageBytesIn, Publications, Deliveries, DeliveredBytes *prometheus.Desc
 	PublishRefused, SubscribeRefused, Subscriptions, Groups, Topics      *prometheus.Desc
 	ResumeParked, ResumeReplays, ResumeRedelivered                       *prometheus.Desc
+	MQTTSessionsKept, MQTTWills, MQTTTakeovers, MQTTSessionDropped       *prometheus.Desc
 
 	Inbox, InboxPubs, WorkerBusy, Busy, Unresponsive, Queued, QueuedMax   *prometheus.Desc
 	Retained, PresenceRooms, PresenceMembers, LobbyWatches, StoreMessages *prometheus.Desc
@@ -64,10 +65,14 @@ func NewDescs() Descs {
 		Subscriptions:    n("subscriptions", "Subscriptions, broadcast and load-balanced."),
 		Groups:           n("groups", "Load-balanced groups."),
 
-		ResumeParked:      n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),
-		ResumeReplays:     n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit.", "result"),
-		ResumeRedelivered: n("resume_redelivered_total", "Unacked load-balanced messages of sessions that ended unresumed, by result: given_back (to another member of the group), lost (no member on this node).", "result"),
-		Topics:            n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
+		MQTTSessionsKept:   n("mqtt_sessions_kept", "MQTT persistent sessions (Clean Session 0) kept while their client is disconnected; they hold no socket."),
+		MQTTWills:          n("mqtt_wills_total", "MQTT will messages handed to the publish path (a connection ended without DISCONNECT); a will the grants refuse is counted too."),
+		MQTTTakeovers:      n("mqtt_takeovers_total", "MQTT connections closed by a new CONNECT with the same client identifier and actor."),
+		MQTTSessionDropped: n("mqtt_session_messages_dropped_total", "QoS 1 and 2 messages a kept MQTT session dropped past its bounds (RESUME_MAX_BYTES, STORE_MAX_MESSAGES) while its client was away."),
+		ResumeParked:       n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),
+		ResumeReplays:      n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit.", "result"),
+		ResumeRedelivered:  n("resume_redelivered_total", "Unacked load-balanced messages of sessions that ended unresumed, by result: given_back (to another member of the group), lost (no member on this node).", "result"),
+		Topics:             n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
 
 		Inbox:        n("worker_inbox_ops", "Ops waiting in a worker's inbox.", "worker"),
 		InboxPubs:    n("worker_inbox_publications", "Publications waiting in a worker's inbox.", "worker"),
@@ -112,6 +117,7 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.MessagesIn, d.MessageBytesIn, d.Publications, d.Deliveries, d.DeliveredBytes,
 		d.PublishRefused, d.SubscribeRefused, d.Subscriptions, d.Groups, d.Topics,
 		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered,
+		d.MQTTSessionsKept, d.MQTTWills, d.MQTTTakeovers, d.MQTTSessionDropped,
 		d.Inbox, d.InboxPubs, d.WorkerBusy, d.Busy, d.Unresponsive, d.Queued, d.QueuedMax,
 		d.Retained, d.PresenceRooms, d.PresenceMembers, d.LobbyWatches, d.StoreMessages,
 		d.BrokerUp, d.BrokerDropped, d.BrokerMessages, d.BrokerDiscarded, d.BrokerReconnects,

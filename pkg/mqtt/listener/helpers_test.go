@@ -277,6 +277,13 @@ func connectWill(keepAlive uint16, token, topic, payload string) []byte {
 	return pkt(0x10, str("MQTT"), []byte{4, flags, byte(keepAlive >> 8), byte(keepAlive)}, body)
 }
 
+// connectWillID is a Clean Session 1 CONNECT with client identifier id,
+// token as the password, and a QoS 0 will on demo/general/status.
+func connectWillID(id, token string) []byte {
+	body := append(append(append(append(str(id), str("demo/general/status")...), str("gone")...), str("device")...), str(token)...)
+	return pkt(0x10, str("MQTT"), []byte{4, 0x02 | 0x04 | 0x80 | 0x40, 0, 30}, body)
+}
+
 func subscribePkt(id uint16, filters ...string) []byte { return subscribeQoS(id, 1, filters...) }
 
 func subscribeQoS(id uint16, qos byte, filters ...string) []byte {

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
@@ -57,13 +58,13 @@ type inflight struct {
 
 	// A persistent session's window (sessions.go) keeps what it sent until
 	// acknowledged, to send again on a resumed connection [MQTT-4.4.0-1].
-	sent    []sentMsg // by slot, when keep
-	seq     uint64    // of the last send
-	holding bool      // a resumed session's window: everything waits until resend
-	parked  bool      // the session's connection is gone: deliveries are kept, bounded, never refused
-	maxN    int       // messages kept while parked (0: no bound)
-	dropped int       // deliveries dropped while parked, past the bounds
-	ws      bool      // the session's packets are in binary WebSocket frames (MQTT over WebSocket)
+	sent    []sentMsg      // by slot, when keep
+	seq     uint64         // of the last send
+	holding bool           // a resumed session's window: everything waits until resend
+	parked  bool           // the session's connection is gone: deliveries are kept, bounded, never refused
+	maxN    int            // messages kept while parked (0: no bound)
+	drops   *atomic.Uint64 // the listener's count of deliveries a kept session dropped past its bounds
+	ws      bool           // the session's packets are in binary WebSocket frames (MQTT over WebSocket)
 }
 
 // flags returns the index in head of the MQTT fixed header's first byte

@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -105,6 +106,8 @@ type Listener struct {
 	loop  *reactor.Loop[*conn] // accepts and reads the connections (read.go)
 
 	clients clients // connected client identifiers, for takeovers (clients.go)
+
+	wills, takeovers, sessionDrops atomic.Uint64 // counters (metrics.go)
 }
 
 // New builds the Listener of n's MQTT connections (encoding EncodingID)

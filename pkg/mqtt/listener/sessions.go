@@ -52,8 +52,8 @@ type kept struct {
 	// received is the inbound QoS 2 identifiers whose PUBREL had not come:
 	// a PUBLISH that repeats one after the resume is not published again.
 	received map[uint16]struct{}
-	f     *inflight     // its window and what waits; nil when it never subscribed at QoS ≥ 1
-	pc    *hub.Conn     // the parked connection collecting its deliveries
+	f        *inflight // its window and what waits; nil when it never subscribed at QoS ≥ 1
+	pc       *hub.Conn // the parked connection collecting its deliveries
 }
 
 // offline is the transport of a parked session's hub connection: a QoS 1
@@ -104,7 +104,9 @@ func (o *offline) Deliver(_ *hub.Conn, head, tail []byte, qos uint8) bool {
 func (f *inflight) keepLocked(head, tail []byte, qos uint8) bool {
 	n := len(head) + len(tail)
 	if f.queued+n > f.maxQueued || f.maxN > 0 && len(f.queue)-f.head >= f.maxN {
-		f.dropped++
+		if f.drops != nil {
+			f.drops.Add(1)
+		}
 		return true
 	}
 	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos})
@@ -147,7 +149,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		k.f.sent, k.f.ws = make([]sentMsg, len(k.f.ids)), st.over != nil
 	}
 	k.f.mu.Lock()
-	k.f.parked, k.f.maxN = true, l.cfg.SessionMaxMessages
+	k.f.parked, k.f.maxN, k.f.drops = true, l.cfg.SessionMaxMessages, &l.sessionDrops
 	k.f.maxQueued = l.cfg.SessionMaxBytes
 	k.f.mu.Unlock()
 	k.enc = st.Encoding()
@@ -226,6 +228,7 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	cs.mu.Unlock()
 	if old != nil {
+		l.takeovers.Add(1)
 		l.hub.Close(old.Conn, disconnect.New(disconnect.SessionTakenOver))
 	}
 	switch {

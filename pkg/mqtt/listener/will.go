@@ -53,6 +53,7 @@ func (l *Listener) publishWill(st *conn) {
 	cmd.Echo, cmd.Retain, cmd.QoS = true, w.retain, int(w.qos)
 	ws := session.State{Conn: st.Conn}
 	l.proto.Handle(&ws, discard{}, cmd)
+	l.wills.Add(1)
 	if ce := l.log.Check(zap.DebugLevel, "will published"); ce != nil {
 		ce.Write(session.LogFields(st.Conn, zap.String("topic", w.topic), zap.Stringer("reason", st.Conn.CloseReason()))...)
 	}

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"net"
 	"os/exec"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/NoLagApp/kraken/pkg/metrics"
 
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -168,5 +173,53 @@ func TestClientIDTakeover(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("the new connection got nothing")
+	}
+}
+
+var fqName = regexp.MustCompile(`fqName: "([a-z_]+)"`)
+
+// The listener reports its metrics: a takeover, a will and a kept session
+// are counted (kraken_mqtt_takeovers_total, kraken_mqtt_wills_total,
+// kraken_mqtt_sessions_kept).
+func TestMQTTMetrics(t *testing.T) {
+	n := startNode(t, nil)
+	first := dial(t, n.mqttAddr())
+	first.send(connectWillID("m-1", "dev-token-bob"))
+	first.expect(0x20)
+	second, _ := sessionClient(t, n, "m-1", false) // takes over: the first's will goes out
+	first.expectClosed()
+	_ = second.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	collect := func() map[string]float64 {
+		got := map[string]float64{}
+		ch := make(chan prometheus.Metric, 16)
+		d := metrics.NewDescs()
+		n.mqtt.Collect(t.Context(), &d, ch)
+		close(ch)
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				t.Fatal(err)
+			}
+			name := fqName.FindStringSubmatch(m.Desc().String())[1]
+			got[name] = pb.GetCounter().GetValue() + pb.GetGauge().GetValue()
+		}
+		return got
+	}
+	var got map[string]float64
+	deadline := time.Now().Add(3 * time.Second)
+	for got = collect(); got["kraken_mqtt_wills_total"] != 1 && time.Now().Before(deadline); got = collect() {
+		time.Sleep(5 * time.Millisecond) // the will goes out from the close callback
+	}
+	if got["kraken_mqtt_wills_total"] != 1 {
+		t.Errorf("metrics %v, want one will", got)
+	}
+	for _, name := range []string{"kraken_mqtt_takeovers_total", "kraken_mqtt_sessions_kept"} {
+		if got[name] != 1 {
+			t.Errorf("%s = %v, want 1 (%v)", name, got[name], got)
+		}
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d metrics reported, want 4", len(got))
 	}
 }
