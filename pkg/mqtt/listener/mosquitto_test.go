@@ -174,3 +174,33 @@ func TestMosquittoSubBurstQoS1(t *testing.T) {
 		t.Fatalf("%d slow consumers, want none", got)
 	}
 }
+
+// mosquitto_pub -q 2 to mosquitto_sub -q 2 with two overlapping
+// subscriptions: each message arrives once [MQTT-3.3.5-1], QoS 2 end to
+// end.
+func TestMosquittoQoS2Overlapping(t *testing.T) {
+	needMosquitto(t)
+	n := startNode(t, nil)
+	host, port, _ := net.SplitHostPort(n.mqttAddr())
+	before := n.node.Stats().Hub.Subscriptions
+	done := make(chan string, 1)
+	go func() {
+		out, err := exec.Command("mosquitto_sub", "-h", host, "-p", port, "-u", "d", "-P", "dev-token-bob", "-q", "2",
+			"-t", "demo/general/#", "-t", topic, "-C", "3", "-W", "5", "-v").CombinedOutput()
+		if err != nil {
+			out = append(out, " (exit: "+err.Error()+")"...)
+		}
+		done <- string(out)
+	}()
+	waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions >= before+2 })
+	for _, m := range []string{"one", "two", "three"} {
+		if out, err := mosq(t, n.mqttAddr(), "mosquitto_pub", "-u", "a", "-P", "dev-token-alice", "-t", topic,
+			"-q", "2", "-m", m); err != nil {
+			t.Fatalf("mosquitto_pub -q 2: %v: %s", err, out)
+		}
+	}
+	want := topic + " one\n" + topic + " two\n" + topic + " three"
+	if out := <-done; strings.TrimSpace(out) != want {
+		t.Fatalf("mosquitto_sub printed %q, want each message once", out)
+	}
+}
