@@ -2,25 +2,15 @@ package server
 
 import (
 	"bytes"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gobwas/ws"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/node/nodetest"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
-
-// processCPU is the CPU time (user + system) this process has used.
-func processCPU(t *testing.T) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // The hub's rule "nothing spins" (docs/ARCHITECTURE.md, Backpressure): 100
 // subscribers that stop reading with full sockets leave the broker idle
@@ -107,9 +97,9 @@ func TestStalledSubscribersLeaveTheBrokerIdleAndAreClosedAtTheWriteDeadline(t *t
 	}
 	t.Logf("queues settled in %v", time.Since(settle).Round(time.Second))
 
-	before := processCPU(t)
+	before := nodetest.ProcessCPU(t)
 	time.Sleep(window)
-	used := processCPU(t) - before
+	used := nodetest.ProcessCPU(t) - before
 	t.Logf("CPU while %d subscribers were stalled: %v in %v", stalledN, used, window)
 	// A worker spinning on full sockets uses most of a core (6.3 s in 10 s
 	// with one stalled subscriber, before the retry timer); a quiet broker
