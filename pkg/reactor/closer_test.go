@@ -1,0 +1,122 @@
+package reactor
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/hub"
+)
+
+// closerHandler is testHandler that is a Closer: it records, per
+// connection, Process calls in progress, whether Process ran after
+// Closed, and how often Closed ran.
+type closerHandler struct {
+	testHandler
+	mu     sync.Mutex
+	state  map[*testConn]*closerState
+	closed atomic.Int64
+}
+
+type closerState struct {
+	inProcess atomic.Bool
+	closed    atomic.Int32
+	late      atomic.Bool // Process after Closed, or Closed during Process
+}
+
+func (h *closerHandler) Open(sock Socket) *testConn {
+	st := h.testHandler.Open(sock)
+	h.mu.Lock()
+	h.state[st] = &closerState{}
+	h.mu.Unlock()
+	return st
+}
+
+func (h *closerHandler) of(st *testConn) *closerState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state[st]
+}
+
+func (h *closerHandler) Process(st *testConn, buf []byte) (int, bool) {
+	s := h.of(st)
+	if s.closed.Load() != 0 {
+		s.late.Store(true)
+	}
+	s.inProcess.Store(true)
+	time.Sleep(200 * time.Microsecond) // widen the window a close could fall in
+	used, complete := h.testHandler.Process(st, buf)
+	s.inProcess.Store(false)
+	return used, complete
+}
+
+func (h *closerHandler) Closed(st *testConn) {
+	s := h.of(st)
+	if s.inProcess.Load() {
+		s.late.Store(true)
+	}
+	s.closed.Add(1)
+	h.closed.Add(1)
+}
+
+// TestCloserRunsOnceAfterTheLastProcess: the rule of reactor.Closer (the
+// MQTT listener publishes wills there). 200 clients each send frames and
+// hang up at once, over real sockets: Closed runs exactly once per
+// connection, never while its Process runs, and Process never runs after
+// it.
+func TestCloserRunsOnceAfterTheLastProcess(t *testing.T) {
+	h := hub.New(hub.Config{Workers: 2})
+	h.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	})
+	ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
+	l, err := New[*testConn](ch, Config{Hub: h, MaxInputBacklog: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	l.Serve()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.Shutdown(ctx)
+	})
+	const clients = 200
+	frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = c.Write(frames)
+			_ = c.(*net.TCPConn).SetLinger(0) // a reset, while its frames may still be processed
+			_ = c.Close()
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for ch.closed.Load() < clients && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := ch.closed.Load(); n != clients {
+		t.Fatalf("Closed ran %d times for %d connections", n, clients)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, s := range ch.state {
+		if s.closed.Load() != 1 || s.late.Load() {
+			t.Fatalf("a connection's Closed ran %d times, overlapping or followed by Process: %v", s.closed.Load(), s.late.Load())
+		}
+	}
+}
