@@ -87,6 +87,7 @@ type Conn struct {
 	slow     bool        // over the outbound bound; a close is scheduled
 	inHeld   bool        // not guarded: owned by the reader (HoldInput, InputHeld, InputDrained)
 	sent     uint32      // bytes the transport took, modulo 2^32: a retry compares it to see progress
+	nwild    int32       // not guarded: owned by the worker, the wildcard subscriptions among nsubs (in padding)
 	out      [][]byte    // queued frames, oldest first; out[0] may be partly written
 	inline   [1][]byte   // backing store of out while it holds one frame: no allocation per delivery
 	outBytes int         // of the frames in out

@@ -7,9 +7,12 @@ package hub
 // the matching subscriptions [MQTT-3.3.5-1], and a device that subscribed
 // to `a/#` and `a/b` expects one copy, as Mosquitto sends. The highest
 // delivery QoS wins; between equals, the first match (an exact
-// subscription before a wildcard one). A connection with one subscription
-// never comes here, nor does a WebSocket one (wire-reference.md §6.1:
-// each subscription gets its copy). Owned by the worker.
+// subscription before a wildcard one). Only a connection with a wildcard
+// subscription beside another comes here (Conn.nwild): its exact ones have
+// distinct patterns, so distinct routing keys unless two display forms of
+// one topic resolve to the same key, which then each deliver. A WebSocket
+// connection never does (wire-reference.md §6.1: each subscription gets
+// its copy). Owned by the worker.
 type oneCopy struct {
 	index map[*Conn]int32 // connection → its entry in picks, during one fan-out
 	picks []oneCopyPick

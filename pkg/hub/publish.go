@@ -140,8 +140,11 @@ func (w *worker) fanOut(p *Publication) {
 // s has QoS 1, its connection takes that (an MQTT one) and p was not
 // published at most once.
 func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
-	if s.c.qos1 && s.c.nsubs > 1 {
-		w.one.add(p, s, wildcard) // one copy per connection (onecopy.go)
+	if s.c.qos1 && s.c.nwild > 0 && s.c.nsubs > 1 {
+		// Several subscriptions of an MQTT connection can match only with a
+		// wildcard among them (its exact ones have distinct patterns): one
+		// copy per connection (onecopy.go).
+		w.one.add(p, s, wildcard)
 		return
 	}
 	w.deliverSubNow(p, s, wildcard)

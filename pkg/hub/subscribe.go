@@ -23,6 +23,9 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	s.next = c.subs
 	c.subs = s
 	c.nsubs++
+	if s.wildcard {
+		c.nwild++
+	}
 	w.h.stats.subs.Add(1)
 	w.h.forms.count(s, 1)
 	if !spec.LoadBalance {
@@ -145,6 +148,9 @@ func (c *Conn) unlinkSub(target *sub) {
 		if *p == target {
 			*p = target.next
 			c.nsubs--
+			if target.wildcard {
+				c.nwild--
+			}
 			return
 		}
 	}

@@ -329,7 +329,7 @@ func (w *worker) unregister(c *Conn) {
 		}
 		w.detach(s)
 	}
-	c.subs, c.nsubs = nil, 0
+	c.subs, c.nsubs, c.nwild = nil, 0, 0
 	last := len(w.conns) - 1
 	w.conns[c.idx] = w.conns[last]
 	w.conns[c.idx].idx = c.idx
