@@ -80,8 +80,9 @@ type Store interface {
 	Len() int
 }
 
-// Closer is optional; the node calls Close on shutdown when a Store
-// implements it. Close releases the Store's goroutines and resources, is
+// Closer is optional: whoever built the Store closes it once the node that
+// used it has shut down (cmd/kraken does, as it does the auth backend), when
+// the Store implements it. Close releases the Store's goroutines and resources, is
 // safe to call more than once and returns nil on success. After it, Append
 // and Ack return an error wrapping ErrClosed.
 type Closer interface {
