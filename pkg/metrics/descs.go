@@ -66,7 +66,7 @@ func NewDescs() Descs {
 		Groups:           n("groups", "Load-balanced groups."),
 
 		MQTTSessionsKept:   n("mqtt_sessions_kept", "MQTT persistent sessions (Clean Session 0) kept while their client is disconnected; they hold no socket."),
-		MQTTWills:          n("mqtt_wills_total", "MQTT will messages handed to the publish path (a connection ended without DISCONNECT); a will the grants refuse is counted too."),
+		MQTTWills:          n("mqtt_wills_total", "MQTT will messages published (a connection ended without DISCONNECT); one the grants or limits refuse is not counted (it is logged as a refused publish)."),
 		MQTTTakeovers:      n("mqtt_takeovers_total", "MQTT connections closed by a new CONNECT with the same client identifier and actor."),
 		MQTTSessionDropped: n("mqtt_session_messages_dropped_total", "QoS 1 and 2 messages a kept MQTT session dropped past its bounds (RESUME_MAX_BYTES, STORE_MAX_MESSAGES) while its client was away."),
 		ResumeParked:       n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),

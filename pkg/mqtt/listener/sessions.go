@@ -213,7 +213,7 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	prev := cs.m[st.clientKey]
 	old := prev.st
-	cs.m[st.clientKey] = holder{st: st, ps: st.persistent()}
+	cs.m[st.clientKey] = holder{st: st, ps: st.persistent(), enc: st.Encoding().ID()}
 	k := cs.kept[st.clientKey]
 	delete(cs.kept, st.clientKey)
 	if k != nil && !clean && k.enc.ID() != st.Encoding().ID() {
@@ -221,7 +221,10 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 		// it holds is framed for that one; the session starts anew.
 		clean = true
 	}
-	wait := !clean && old != nil && prev.ps != nil
+	// A live session is taken over by a connection of its transport only
+	// (its window's frames are that transport's); across transports the
+	// old one ends and is discarded (Park: the identity is taken).
+	wait := !clean && old != nil && prev.ps != nil && prev.enc == st.Encoding().ID()
 	if wait {
 		st.x.ps.connack = st.Conn.ExpectReply()
 		cs.waiting[st.clientKey] = st
@@ -261,7 +264,8 @@ func (l *Listener) restore(st *conn, k *kept, answer bool) {
 	h := l.hub
 	if answer {
 		t := st.x.ps.connack
-		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, packet.AppendConnack(nil, true, packet.Accepted)) })
+		connack := st.framed(packet.AppendConnack(nil, true, packet.Accepted))
+		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, connack) })
 	}
 	if !answer && k.received != nil { // on st's reader (a CONNECT that waited is on another's worker: not kept)
 		st.more().received = k.received

@@ -75,3 +75,60 @@ func TestMQTTOverWebSocketQoS2AndSession(t *testing.T) {
 		t.Fatal("a plain-MQTT connection resumed a WebSocket-framed session")
 	}
 }
+
+// A live Clean Session 0 connection taken over from the other transport
+// (plain MQTT by MQTT over WebSocket, and the reverse) is closed and its
+// session discarded: the new one gets a CONNACK of its own framing with
+// session present 0, and nothing framed for the other transport.
+func TestTakeoverAcrossTransportsStartsANewSession(t *testing.T) {
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	plain, _ := sessionClient(t, n, "x-1", false)
+	plain.send(subscribePkt(1, topic))
+	plain.expect(0x90)
+	pub("for plain")
+	plain.expectPublishNoAck() // unacknowledged: it would be resent in its session
+	w, present := wsConnected(t, n, "x-1", false)
+	if present {
+		t.Fatal("a WebSocket CONNECT resumed a plain-MQTT session")
+	}
+	plain.expectClosed()
+	w.send(pkt(0xc0)) // PINGREQ: the next frame is the PINGRESP, in a frame of its own
+	w.expect(0xd0)
+
+	w.send(subscribePkt(2, topic))
+	w.expect(0x90)
+	pub("for ws")
+	body := w.expect(0x32)
+	id := uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)])
+	_ = id // unacknowledged
+	plain, present = sessionClient(t, n, "x-1", false)
+	if present {
+		t.Fatal("a plain-MQTT CONNECT resumed a WebSocket session")
+	}
+	plain.send(pkt(0xc0))
+	plain.expect(0xd0) // not a WebSocket frame
+	w.expectClose()
+}
+
+// A live Clean Session 0 connection over WebSocket taken over by another
+// over WebSocket hands its session over: the waiting CONNECT's CONNACK
+// (session present 1) comes in a frame, then the unacknowledged PUBLISH
+// with DUP.
+func TestTakeoverOverWebSocketTakesTheSession(t *testing.T) {
+	n := startNode(t, nil)
+	pub := publisher(t, n)
+	first, _ := wsConnected(t, n, "w-1", false)
+	first.send(subscribePkt(1, topic))
+	first.expect(0x90)
+	pub("pending")
+	first.expect(0x32) // not acknowledged
+	second, present := wsConnected(t, n, "w-1", false)
+	if !present {
+		t.Fatal("the takeover got session present 0")
+	}
+	if body := second.expect(0x3a); !bytes.HasSuffix(body, []byte("pending")) {
+		t.Fatalf("resent % x", body)
+	}
+	first.expectClose()
+}

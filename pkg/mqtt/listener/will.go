@@ -42,7 +42,8 @@ func (h handler) Closed(st *conn) {
 // through the session's publish, with its grants, size limit, retained
 // store and fan-out, from a fresh session.State (the connection's rate
 // window does not hold it back), its replies discarded. A will the grants
-// refuse is logged by the session, as a refused PUBLISH is.
+// or limits refuse is logged by the session, as a refused PUBLISH is, and
+// not counted as published.
 func (l *Listener) publishWill(st *conn) {
 	w := st.x.will
 	st.x.will = nil
@@ -51,17 +52,29 @@ func (l *Listener) publishWill(st *conn) {
 	cmd.Type, cmd.Topic, cmd.HasTopic = "publish", w.topic, true
 	cmd.Data, cmd.HasData = Data(w.payload, w.retain), true
 	cmd.Echo, cmd.Retain, cmd.QoS = true, w.retain, int(w.qos)
+	cmd.MsgRef = "will" // answered either way: published, or refused (logged by the session)
 	ws := session.State{Conn: st.Conn}
-	l.proto.Handle(&ws, discard{}, cmd)
+	var out willSink
+	l.proto.Handle(&ws, &out, cmd)
+	if !out.published {
+		return
+	}
 	l.wills.Add(1)
 	if ce := l.log.Check(zap.DebugLevel, "will published"); ce != nil {
 		ce.Write(session.LogFields(st.Conn, zap.String("topic", w.topic), zap.Stringer("reason", st.Conn.CloseReason()))...)
 	}
 }
 
-// discard is the session.Sink of a will: there is no one to answer.
-type discard struct{}
+// willSink is the session.Sink of a will: there is no one to answer; it
+// notes whether the will was published.
+type willSink struct{ published bool }
 
-func (discard) Frame(session.Reply) []byte       { return nil }
-func (discard) Write(session.Reply)              {}
-func (discard) Disconnect(disconnect.Disconnect) {}
+func (*willSink) Frame(session.Reply) []byte { return nil }
+
+func (s *willSink) Write(r session.Reply) {
+	if r.Kind == session.KindPublished {
+		s.published = true
+	}
+}
+
+func (*willSink) Disconnect(disconnect.Disconnect) {}
