@@ -24,6 +24,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/control"
 	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
@@ -132,11 +133,13 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		}
 		carried = map[string]server.Carried{server.MQTTPath: mq.WebSocket()}
 	}
+	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins) // checked by config.Load
 	srv, err := server.New(n, server.Config{
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
 		MaxFrameSize:   cfg.MaxFrameSize,
 		InternalSecret: cfg.InternalSecret,
 		Carried:        carried,
+		AllowedOrigins: origins,
 		Logger:         log,
 	})
 	if err != nil {

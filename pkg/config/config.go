@@ -67,6 +67,12 @@ type Config struct {
 	// ControlHTTPURL is the base URL of the HTTP control service
 	// (CONTROL_HTTP_URL, required with CONTROL_BACKEND=http).
 	ControlHTTPURL string
+	// AllowedOrigins is the browser origins a WebSocket upgrade may come
+	// from (ALLOWED_ORIGINS, "": every origin; docs/SECURITY.md): a
+	// comma-separated list of edge.ParseOrigins patterns. An upgrade with an
+	// Origin header that matches none is refused with 403; one without an
+	// Origin header (not a browser) is not checked.
+	AllowedOrigins string
 	// InternalSecret is the bearer secret of POST /internal/publish
 	// (INTERNAL_SECRET, ""; wire-reference.md §5.4). While it is "" or
 	// "change_me" the endpoint answers 404 (OQ-26).

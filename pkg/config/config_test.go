@@ -56,6 +56,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
 		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
 		{"MQTT_MAX_INFLIGHT", "20", func(c Config) bool { return c.MQTTMaxInflight == 20 }},
+		{"ALLOWED_ORIGINS", "https://a.example.com", func(c Config) bool { return c.AllowedOrigins == "https://a.example.com" }},
 		{"MQTT_MAX_QUEUED_BYTES", "65536", func(c Config) bool { return c.MQTTMaxQueuedBytes == 65536 }},
 		{"MQTT_ENABLED", "true", func(c Config) bool { return c.MQTTEnabled }},
 		{"ADMIN_ADDR", "0.0.0.0:9469", func(c Config) bool { return c.AdminAddr == "0.0.0.0:9469" }},

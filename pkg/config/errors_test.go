@@ -109,6 +109,8 @@ func TestValidate(t *testing.T) {
 			want: []string{"config: SHUTDOWN_TIMEOUT_SECONDS=-0.5: must not be negative"}},
 		{name: "unknown store", modify: func(c *Config) { c.StoreBackend = "redis" },
 			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, ets)`}},
+		{name: "an origin with a path", modify: func(c *Config) { c.AllowedOrigins = "https://a.example.com, https://b.example.com/app" },
+			want: []string{`config: ALLOWED_ORIGINS=https://a.example.com, https://b.example.com/app: edge: origin "https://b.example.com/app": an origin has no user, path, query or fragment`}},
 		{name: "several", modify: func(c *Config) { c.WSPort = -1; c.MaxSubscriptions = 0; c.BrokerBackend = "mqtt" },
 			want: []string{"config: WS_PORT=-1: must not be negative", "config: BROKER_BACKEND=mqtt is not available in this build",
 				"config: MAX_SUBSCRIPTIONS=0: must be at least 1"}},
@@ -163,10 +165,10 @@ func TestHelp(t *testing.T) {
 }
 
 // optionalString lists the settings whose default is empty: unset means
-// "none" (no URL, no secret).
+// "none" (no URL, no secret, no origin check).
 var optionalString = map[string]bool{
 	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
-	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true,
+	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true, "ALLOWED_ORIGINS": true,
 }
 
 func TestVars(t *testing.T) {

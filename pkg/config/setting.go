@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/NoLagApp/kraken/pkg/edge"
 )
 
 // setting is one row of the table in vars.go: the documented Var plus how to
@@ -235,4 +237,17 @@ func splitAddr(v string) (int, string) {
 		return 0, "the port must be 0 to 65535"
 	}
 	return n, ""
+}
+
+// originsSetting is ALLOWED_ORIGINS, checked with edge.ParseOrigins.
+func originsSetting() setting {
+	s := stringSetting("ALLOWED_ORIGINS", "", "browser origins allowed to upgrade, comma-separated (https://app.example.com, https://*.example.com); empty allows every origin",
+		func(c *Config) *string { return &c.AllowedOrigins }, false)
+	s.check = func(c *Config) error {
+		if _, err := edge.ParseOrigins(c.AllowedOrigins); err != nil {
+			return &fieldError{msg: fmt.Sprintf("ALLOWED_ORIGINS=%s: %v", c.AllowedOrigins, err)}
+		}
+		return nil
+	}
+	return s
 }

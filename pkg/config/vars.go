@@ -99,6 +99,7 @@ var settings = []setting{
 		func(c *Config) *string { return &c.ControlBackend }, []string{"noop", "http"}, nil),
 	stringSetting("CONTROL_HTTP_URL", "", "base URL of the HTTP control service (CONTROL_BACKEND=http); its path is kept",
 		func(c *Config) *string { return &c.ControlHTTPURL }, false),
+	originsSetting(),
 	secretSetting("INTERNAL_SECRET", "bearer secret of POST /internal/publish; unset or change_me keeps it disabled",
 		func(c *Config) *string { return &c.InternalSecret }),
 	intSetting("WEBHOOK_QUEUE_SIZE", "10000", "customer webhooks waiting to be sent; more are dropped and counted",

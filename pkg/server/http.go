@@ -107,6 +107,17 @@ func (s *Server) upgrade(st *connState, req []byte) {
 // request and queues its 101, or answers a refused upgrade (refuseUpgrade:
 // the connection closes) and reports false.
 func (s *Server) upgradeWith(st *connState, req []byte, u ws.Upgrader) bool {
+	if origins := s.cfg.AllowedOrigins; len(origins) > 0 {
+		// A browser's upgrade from an origin not allowed (ALLOWED_ORIGINS):
+		// 403 with the reason. No Origin header (not a browser): not checked.
+		u.OnHeader = func(key, value []byte) error {
+			if bytes.EqualFold(key, []byte("Origin")) && !origins.Allowed(value) {
+				return ws.RejectConnectionError(ws.RejectionStatus(http.StatusForbidden),
+					ws.RejectionReason("origin not allowed: "+string(value)+" (ALLOWED_ORIGINS)"))
+			}
+			return nil
+		}
+	}
 	var resp bytes.Buffer
 	rw := struct {
 		io.Reader

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/reactor"
@@ -41,6 +42,11 @@ type Config struct {
 	// the MQTT listener's Listener.WebSocket when MQTT is enabled. A path
 	// not in it, /ws aside, answers 404 (MQTTPath saying MQTT is off).
 	Carried map[string]Carried
+	// AllowedOrigins is the browser origins an upgrade (/ws and the Carried
+	// paths) may come from (ALLOWED_ORIGINS, edge.Origins): one whose Origin
+	// header matches none is refused with 403 and the reason. Empty allows
+	// every origin; a request without an Origin header is not checked.
+	AllowedOrigins edge.Origins
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
 }
