@@ -42,7 +42,7 @@ func (m nodeMetrics) Collect(ctx context.Context, d *metrics.Descs, ch chan<- pr
 	// Connections.
 	ws, mq := st.Open[KindWebSocket], st.Open[KindMQTT]
 	gauge(d.Connections, float64(ws), KindWebSocket.String())
-	gauge(d.Connections, float64(max(h.Connections-ws-mq-int64(st.Resume.Parked), 0)), KindHTTP.String())
+	gauge(d.Connections, float64(max(h.Connections-ws-mq-int64(st.Resume.Parked)-n.kept(), 0)), KindHTTP.String())
 	gauge(d.Connections, float64(mq), KindMQTT.String())
 	gauge(d.Authenticated, float64(st.AuthenticatedConns))
 	counter(d.Accepted, n.hub.Accepted())
@@ -150,4 +150,19 @@ func (m nodeMetrics) collectWorkers(ctx context.Context, d *metrics.Descs, ch ch
 	gauge(d.Retained, float64(retained))
 	gauge(d.Queued, float64(queued))
 	gauge(d.QueuedMax, float64(queuedMax))
+}
+
+// kept is the hub connections the transports keep for themselves
+// (Keeper), none of them a client's.
+func (n *Node) kept() int64 {
+	n.mu.Lock()
+	ts := append([]Transport(nil), n.transports...)
+	n.mu.Unlock()
+	var k int64
+	for _, t := range ts {
+		if kp, ok := t.(Keeper); ok {
+			k += int64(kp.KeptConnections())
+		}
+	}
+	return k
 }

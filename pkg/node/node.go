@@ -34,7 +34,8 @@ type Config struct {
 type Transport interface {
 	// Kind returns the kind under which c, a connection of the transport,
 	// is counted and logged when it ends; KindHTTP for one never counted
-	// open (Node.Opened).
+	// open (Node.Opened), KindInternal for one the transport keeps for
+	// itself (neither counted nor logged; see Keeper).
 	Kind(c *hub.Conn) Kind
 	// Drain makes the transport close every connection it accepts from
 	// now on (and stop accepting); it never blocks.
@@ -42,6 +43,14 @@ type Transport interface {
 	// Shutdown stops the transport's event loop within ctx, after the
 	// hub has closed its connections.
 	Shutdown(ctx context.Context) error
+}
+
+// Keeper is a Transport that holds hub connections of its own, no
+// client's (KindInternal: an MQTT persistent session kept while its client
+// is away): KeptConnections is how many, left out of the connection
+// gauges.
+type Keeper interface {
+	KeptConnections() int
 }
 
 // Node is one kraken node: the hub, the session protocol, the resumable

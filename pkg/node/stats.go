@@ -27,6 +27,11 @@ const (
 	numKinds
 )
 
+// KindInternal is the kind of a hub connection a transport keeps for
+// itself rather than for a client (an MQTT persistent session's parked
+// connection): it is neither counted nor logged when it ends.
+const KindInternal Kind = 0
+
 // NumKinds is one more than the largest Kind.
 const NumKinds = int(numKinds)
 
@@ -115,6 +120,9 @@ func (n *Node) closed(c *hub.Conn) {
 	k := KindHTTP
 	if b, ok := n.byEnc[c.EncodingID()].Load().(transportBox); ok {
 		k = b.t.Kind(c)
+	}
+	if k == KindInternal {
+		return
 	}
 	if k != KindHTTP {
 		n.obs.open[k].Add(-1)

@@ -141,9 +141,20 @@ func (l *Listener) Start() error {
 // Addr returns the listening address (useful with port 0).
 func (l *Listener) Addr() net.Addr { return l.loop.Addr() }
 
-// Kind implements node.Transport: every connection of the listener is
-// node.KindMQTT, counted open from its accept.
-func (l *Listener) Kind(*hub.Conn) node.Kind { return node.KindMQTT }
+// Kind implements node.Transport: every connection the listener accepted
+// (or /mqtt handed over) is node.KindMQTT, counted open from its accept; a
+// persistent session's parked connection is node.KindInternal, neither
+// counted nor logged.
+func (l *Listener) Kind(c *hub.Conn) node.Kind {
+	if _, ok := c.Transport().(*offline); ok {
+		return node.KindInternal // a persistent session's parked connection (sessions.go)
+	}
+	return node.KindMQTT
+}
+
+// KeptConnections implements node.Keeper: the parked hub connections of
+// the persistent sessions kept (KeptSessions), none of them a client's.
+func (l *Listener) KeptConnections() int { return l.clients.sessions() }
 
 // Drain makes the listener close every connection it accepts from now on
 // (node.Transport); the node's Shutdown calls it.

@@ -10,8 +10,13 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/NoLagApp/kraken/pkg/metrics"
 
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
+	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -240,4 +245,57 @@ func TestPersistentSessionKeepsInboundQoS2(t *testing.T) {
 	c.send(ack(0x62, 7))
 	c.expect(0x70)
 	ws.ExpectNothing(200 * time.Millisecond)
+}
+
+// A kept session's parked connection is no client's: the connection
+// gauges and the open count leave it out while it is kept and when it
+// expires (no negative MQTT count, no "http" connection), and its end is
+// not logged as a connection closed.
+func TestKeptSessionsAreNotCountedAsConnections(t *testing.T) {
+	n := startNodeWith(t, nil, func(c *listener.Config) { c.SessionExpiry = 200 * time.Millisecond })
+	live := connected(t, n.mqttAddr(), "dev-token-alice") // stays open: counted once throughout
+	c, _ := sessionClient(t, n, "counted", false)
+	c.send(subscribePkt(1, topic))
+	c.expect(0x90)
+	_ = c.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	if open := n.node.Stats().Open[knode.KindMQTT]; open != 1 {
+		t.Fatalf("%d MQTT connections open while one is and a session is kept, want 1", open)
+	}
+	if got := connectionGauges(t, n); got["http"] != 0 || got["mqtt"] != 1 {
+		t.Fatalf("kraken_connections %v while one MQTT client is connected and a session kept, want mqtt 1, http 0", got)
+	}
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 0 })
+	waitFor(t, func() bool { return n.node.Stats().Hub.Connections == 1 })
+	if open := n.node.Stats().Open[knode.KindMQTT]; open != 1 {
+		t.Fatalf("%d MQTT connections open after the session expired, want 1", open)
+	}
+	live.send(pkt(0xc0))
+	live.expect(0xd0)
+}
+
+// connectionGauges returns kraken_connections by transport, as the node
+// reports them (node.Node.Metrics).
+func connectionGauges(t *testing.T, n *node) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 256)
+	d := metrics.NewDescs()
+	n.node.Metrics("static", "local").Collect(t.Context(), &d, ch)
+	close(ch)
+	out := map[string]float64{}
+	for m := range ch {
+		if fqName.FindStringSubmatch(m.Desc().String())[1] != "kraken_connections" {
+			continue
+		}
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == "transport" {
+				out[l.GetValue()] = pb.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }
