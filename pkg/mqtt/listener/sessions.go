@@ -163,9 +163,10 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	}
 	k.pc = c.Adopt(t, collect)
 	t.got = k.pc
-	// Idle, by the hub's clock, once the expiry has passed: the hub's
-	// sweep then closes it (offline.CloseWrite).
-	k.pc.Touch(time.Now().Add(ps.expiry).UnixNano() - int64(l.hub.Config().IdleTimeout))
+	// Idle once the expiry has passed (its own idle timeout, whatever
+	// IDLE_TIMEOUT_SECONDS says): the hub's sweep then closes it
+	// (offline.CloseWrite).
+	k.pc.SetIdleTimeout(ps.expiry)
 	prev := l.clients.kept[st.clientKey] // a waiting CONNECT's own, parked when it dropped first
 	l.clients.kept[st.clientKey] = k
 	l.clients.mu.Unlock()

@@ -299,3 +299,18 @@ func connectionGauges(t *testing.T, n *node) map[string]float64 {
 	}
 	return out
 }
+
+// A kept session lasts its own expiry, longer than the hub's idle timeout
+// too: it is the parked connection's own idle timeout.
+func TestKeptSessionOutlivesTheIdleTimeout(t *testing.T) {
+	n := startNodeWith(t, func(c *testConfig) { c.Hub.IdleTimeout = 100 * time.Millisecond },
+		func(c *listener.Config) { c.SessionExpiry = 700 * time.Millisecond })
+	c, _ := sessionClient(t, n, "long", false)
+	_ = c.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	kept := time.Now()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 0 })
+	if d := time.Since(kept); d < 500*time.Millisecond {
+		t.Fatalf("kept %v, want about its 700 ms expiry (the idle timeout is 100 ms)", d)
+	}
+}
