@@ -73,6 +73,12 @@ type Config struct {
 	// Origin header that matches none is refused with 403; one without an
 	// Origin header (not a browser) is not checked.
 	AllowedOrigins string
+	// MaxConnections, MaxConnectionsPerAddress, MaxPendingConnections and
+	// MaxPendingPerAddress are the node's edge limits (edge.Limits;
+	// MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS,
+	// MAX_PENDING_CONNECTIONS, MAX_PENDING_PER_ADDRESS; 0, no bound, by
+	// default; docs/SECURITY.md).
+	MaxConnections, MaxConnectionsPerAddress, MaxPendingConnections, MaxPendingPerAddress int
 	// InternalSecret is the bearer secret of POST /internal/publish
 	// (INTERNAL_SECRET, ""; wire-reference.md §5.4). While it is "" or
 	// "change_me" the endpoint answers 404 (OQ-26).

@@ -75,6 +75,11 @@ const (
 	// for MQTT over WebSocket, and no reconnect (the client would take it
 	// back).
 	SessionTakenOver
+	// EdgeLimit: the node's edge limits refused the connection at its
+	// accept (MAX_CONNECTIONS and the like, docs/SECURITY.md); an MQTT
+	// client is told with CONNACK 3, no close frame (a WebSocket client is
+	// answered in HTTP before any upgrade: HTTPDone).
+	EdgeLimit
 
 	numReasons
 )
@@ -110,6 +115,7 @@ var table = [numReasons]entry{
 	HandshakeTimeout: {0, "", true, "handshake_timeout"},
 	HTTPDone:         {0, "", false, "http_done"},
 	SessionTakenOver: {ws.StatusNormalClosure, "session_taken_over", false, "session_taken_over"},
+	EdgeLimit:        {0, "", true, "edge_limit"},
 }
 
 // Code returns the close code sent for r, or 0 when r sends no close frame.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/resume"
@@ -46,6 +47,10 @@ func (m nodeMetrics) Collect(ctx context.Context, d *metrics.Descs, ch chan<- pr
 	gauge(d.Connections, float64(mq), KindMQTT.String())
 	gauge(d.Authenticated, float64(st.AuthenticatedConns))
 	counter(d.Accepted, n.hub.Accepted())
+	refused := n.Refused()
+	for r := 1; r < edge.NumRefusals; r++ {
+		counter(d.ConnectionsRefused, refused[r], edge.Refusal(r).String())
+	}
 	for k := 1; k < NumKinds; k++ {
 		for r := 0; r < disconnect.NumReasons; r++ {
 			counter(d.Closed, st.Closed[k][r], Kind(k).String(), disconnect.Reason(r).String())

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/session"
@@ -27,6 +28,11 @@ type Config struct {
 	// the node's (the counts by transport); its Context is the parent of
 	// the node's base context (Node.Context); its Logger is the node's.
 	Session session.Config
+	// Limits bound the node's connections at its edge (edge.Limits:
+	// MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, MAX_PENDING_CONNECTIONS,
+	// MAX_PENDING_PER_ADDRESS); the zero value bounds nothing. Its
+	// OnAuthenticated hook of Session is the node's.
+	Limits edge.Limits
 }
 
 // Transport is what the node asks of a transport it serves connections
@@ -68,6 +74,7 @@ type Node struct {
 	transports []Transport                    // in the order added
 	byEnc      [hub.MaxEncodings]atomic.Value // of transportBox, by encoding ID
 	draining   atomic.Bool                    // Shutdown has begun
+	limits     *edge.Limiter                  // nil when Config.Limits bounds nothing
 	obs        counts                         // stats.go
 	checksMu   sync.Mutex                     // serialises AddReadyCheck
 	checks     atomic.Pointer[[]ReadyCheck]   // ready.go
@@ -91,6 +98,8 @@ func New(cfg Config) (*Node, error) {
 	scfg := cfg.Session
 	scfg.Context = n.ctx
 	scfg.OnClose = n.closed
+	n.limits = edge.NewLimiter(cfg.Limits)
+	scfg.OnAuthenticated = func(c *hub.Conn) { n.limits.Authenticated(edge.AddrOf(c.RemoteAddr())) }
 	p, err := session.New(scfg)
 	if err != nil {
 		n.cancel()

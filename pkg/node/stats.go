@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/session"
@@ -124,6 +125,7 @@ func (n *Node) closed(c *hub.Conn) {
 	if k == KindInternal {
 		return
 	}
+	n.limits.Closed(edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
 	if k != KindHTTP {
 		n.obs.open[k].Add(-1)
 	}
@@ -139,3 +141,14 @@ func (n *Node) closed(c *hub.Conn) {
 			zap.Duration("duration", time.Since(c.OpenedAt())))...)
 	}
 }
+
+// Admit counts c, a connection a transport just accepted, in the node's
+// edge limits (Config.Limits) and reports whether one was already reached:
+// the transport then answers the refusal its way (an HTTP 503 or 429 with
+// Refusal.Text, CONNACK 3) and closes c, which counts until it ends.
+// Call it from the transport's Handler.Open.
+func (n *Node) Admit(c *hub.Conn) edge.Refusal { return n.limits.Admit(edge.AddrOf(c.RemoteAddr())) }
+
+// Refused returns the connections the edge limits refused, by
+// edge.Refusal.
+func (n *Node) Refused() [edge.NumRefusals]uint64 { return n.limits.Refused() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/session"
@@ -53,6 +54,7 @@ type testConfig struct {
 	Config
 	sessionConfig
 	Hub    hub.Config
+	Limits edge.Limits
 	Logger *zap.Logger
 }
 
@@ -71,7 +73,7 @@ func newTestConfig() testConfig {
 func newServer(cfg testConfig) (*Server, error) {
 	sc, wc := cfg.sessionConfig, cfg.Config
 	sc.Logger, wc.Logger = cfg.Logger, cfg.Logger
-	n, err := node.New(node.Config{Hub: cfg.Hub, Session: sc})
+	n, err := node.New(node.Config{Hub: cfg.Hub, Session: sc, Limits: cfg.Limits})
 	if err != nil {
 		return nil, err
 	}

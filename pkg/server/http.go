@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
 )
@@ -211,6 +212,23 @@ func headerValues(head []byte, name string, f func(value []byte)) {
 		}
 		rest = rest[i+1:]
 	}
+}
+
+// refuseAtEdge answers a connection the node's edge limits refused
+// (node.Node.Admit) before its request is read: 429 Too Many Requests for
+// a bound of its address, 503 Service Unavailable for one of the node,
+// with Retry-After and the reason naming the setting, then closes (the
+// request that arrives meanwhile is discarded).
+func (s *Server) refuseAtEdge(st *connState, r edge.Refusal) {
+	s.obs.handshakes[HandshakeRejected].Add(1)
+	if ce := s.log.Check(zap.DebugLevel, "connection refused at the edge"); ce != nil {
+		ce.Write(connFields(st.Conn, zap.Stringer("reason", r))...)
+	}
+	status := http.StatusServiceUnavailable
+	if r.PerAddress() {
+		status = http.StatusTooManyRequests
+	}
+	s.httpErrorWith(st, status, "Retry-After: 1\r\n", r.Text())
 }
 
 // rejectRequest answers a malformed or oversized request (counted as a

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/reactor"
 )
@@ -16,6 +17,9 @@ type handler struct{ s *Server }
 func (h handler) Open(sock reactor.Socket) *connState {
 	st := &connState{Stream: reactor.NewStream(sock)}
 	st.Conn = h.s.hub.Register(st)
+	if r := h.s.node.Admit(st.Conn); r != edge.Admitted {
+		h.s.refuseAtEdge(st, r)
+	}
 	return st
 }
 

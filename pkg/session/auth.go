@@ -49,6 +49,9 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	c.SetPhase(hub.PhaseAuthed)
 	p.obs.auth[AuthOK].Add(1)
 	p.obs.authed.Add(1) // after the phase: see Protocol.closed
+	if f := p.cfg.OnAuthenticated; f != nil {
+		f(c)
+	}
 	var specs []*hub.SubSpec
 	restored := []wire.Restored{}
 	if cmd.Reconnect {

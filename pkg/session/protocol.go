@@ -64,6 +64,11 @@ type Config struct {
 	// go of a closed connection (its organisation slot, its presence), for
 	// the transport's own accounting; nil for none.
 	OnClose func(*hub.Conn)
+	// OnAuthenticated is called on the connection's reader when an auth
+	// succeeds, once the connection is in hub.PhaseAuthed (the node's edge
+	// limits count it out of the pending connections); nil for none. It
+	// must not block.
+	OnAuthenticated func(*hub.Conn)
 	// Logger receives the session's logs (named "server"); nil means none.
 	Logger *zap.Logger
 	// Resume makes connections resumable (RESUME_SESSIONS); its

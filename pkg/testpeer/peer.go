@@ -53,7 +53,13 @@ type Peer struct {
 // Dial connects and upgrades to ws://addr/ws.
 func Dial(t testing.TB, addr string) *Peer {
 	t.Helper()
-	conn, br, _, err := ws.Dial(context.Background(), "ws://"+addr+"/ws")
+	return dial(t, addr, ws.Dialer{})
+}
+
+// dial upgrades a connection of d to addr's /ws.
+func dial(t testing.TB, addr string, d ws.Dialer) *Peer {
+	t.Helper()
+	conn, br, _, err := d.Dial(context.Background(), "ws://"+addr+"/ws")
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
@@ -63,6 +69,16 @@ func Dial(t testing.TB, addr string) *Peer {
 	p := &Peer{t: t, Conn: conn, br: br}
 	t.Cleanup(func() { _ = conn.Close() })
 	return p
+}
+
+// DialFrom is Dial from the local address local, e.g. "127.0.0.2": another
+// client address on the loopback interface.
+func DialFrom(t testing.TB, addr, local string) *Peer {
+	t.Helper()
+	return dial(t, addr, ws.Dialer{NetDial: func(ctx context.Context, network, a string) (net.Conn, error) {
+		nd := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		return nd.DialContext(ctx, network, a)
+	}})
 }
 
 // Auth sends {type:"auth", token, ...extra} and expects a successful reply,

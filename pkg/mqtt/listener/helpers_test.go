@@ -14,6 +14,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	knode "github.com/NoLagApp/kraken/pkg/node"
@@ -75,7 +76,8 @@ func startNode(t testing.TB, mutate func(*testConfig)) *node {
 // for the tests' mutate functions; its Logger goes to both transports too.
 type testConfig struct {
 	session.Config
-	Hub hub.Config
+	Hub    hub.Config
+	Limits edge.Limits
 }
 
 // startNodeWith is startNode with lmutate applied to the listener's Config.
@@ -86,7 +88,7 @@ func startNodeWith(t testing.TB, mutate func(*testConfig), lmutate func(*listene
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	n, err := knode.New(knode.Config{Hub: cfg.Hub, Session: cfg.Config})
+	n, err := knode.New(knode.Config{Hub: cfg.Hub, Session: cfg.Config, Limits: cfg.Limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/packet"
 	"github.com/NoLagApp/kraken/pkg/node"
@@ -41,6 +42,15 @@ func (h handler) Open(sock reactor.Socket) *conn {
 	st.Conn = h.l.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseOpen)
 	h.l.node.Opened(node.KindMQTT, st.Conn)
+	if r := h.l.node.Admit(st.Conn); r != edge.Admitted {
+		// Refused by the node's edge limits: CONNACK 3, server
+		// unavailable, the answer the client reads to its CONNECT.
+		if ce := h.l.log.Check(zap.DebugLevel, "connection refused at the edge"); ce != nil {
+			ce.Write(session.LogFields(st.Conn, zap.Stringer("reason", r))...)
+		}
+		st.write(packet.AppendConnack(nil, false, packet.RefusedServerUnavailable))
+		st.Disconnect(disconnect.WithText(disconnect.EdgeLimit, r.Text()))
+	}
 	return st
 }
 
