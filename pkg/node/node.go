@@ -98,8 +98,9 @@ func New(cfg Config) (*Node, error) {
 	scfg := cfg.Session
 	scfg.Context = n.ctx
 	scfg.OnClose = n.closed
-	n.limits = edge.NewLimiter(cfg.Limits)
-	scfg.OnAuthenticated = func(c *hub.Conn) { n.limits.Authenticated(edge.AddrOf(c.RemoteAddr())) }
+	if n.limits = edge.NewLimiter(cfg.Limits); n.limits != nil {
+		scfg.OnAuthenticated = func(c *hub.Conn) { n.limits.Authenticated(edge.AddrOf(c.RemoteAddr())) }
+	}
 	p, err := session.New(scfg)
 	if err != nil {
 		n.cancel()

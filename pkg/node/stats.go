@@ -125,7 +125,9 @@ func (n *Node) closed(c *hub.Conn) {
 	if k == KindInternal {
 		return
 	}
-	n.limits.Closed(edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
+	if n.limits != nil {
+		n.limits.Closed(edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
+	}
 	if k != KindHTTP {
 		n.obs.open[k].Add(-1)
 	}
@@ -147,7 +149,12 @@ func (n *Node) closed(c *hub.Conn) {
 // the transport then answers the refusal its way (an HTTP 503 or 429 with
 // Refusal.Text, CONNACK 3) and closes c, which counts until it ends.
 // Call it from the transport's Handler.Open.
-func (n *Node) Admit(c *hub.Conn) edge.Refusal { return n.limits.Admit(edge.AddrOf(c.RemoteAddr())) }
+func (n *Node) Admit(c *hub.Conn) edge.Refusal {
+	if n.limits == nil { // no bound: not even the address is looked at
+		return edge.Admitted
+	}
+	return n.limits.Admit(edge.AddrOf(c.RemoteAddr()))
+}
 
 // Refused returns the connections the edge limits refused, by
 // edge.Refusal.
