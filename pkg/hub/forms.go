@@ -59,6 +59,13 @@ type built struct {
 	acked  [MaxEncodings]*ackedForm
 }
 
+// noForms is the forms of a publication for which none was built (no
+// subscription took any form when it was published): shared, never
+// written, so such a publication allocates nothing here, and p.forms is set
+// once all the same (a publication handed on again is not built again
+// while workers read it).
+var noForms = &built{}
+
 // ackedForm is a QoS1Encoding's head and tail of one message.
 type ackedForm struct{ head, tail []byte }
 
@@ -73,7 +80,7 @@ func (f *forms) build(p *Publication) {
 	if p.forms != nil {
 		return // published before (a retained copy handed on, a redelivery)
 	}
-	b := &built{}
+	b := noForms // replaced by a new one for the first form built: nothing is allocated when no form is in use
 	for id := range MaxEncodings {
 		r := f.encs[id].Load()
 		if r == nil {
@@ -81,9 +88,15 @@ func (f *forms) build(p *Publication) {
 		}
 		acked := f.acked[id].Load() > 0
 		if f.plain[id].Load() > 0 || acked && p.AtMostOnce {
+			if b == noForms {
+				b = &built{}
+			}
 			b.frames[id] = r.enc.Message(&p.Msg)
 		}
 		if q, ok := r.enc.(QoS1Encoding); ok && acked && !p.AtMostOnce {
+			if b == noForms {
+				b = &built{}
+			}
 			head, tail := q.MessageQoS1(&p.Msg)
 			b.acked[id] = &ackedForm{head, tail}
 		}

@@ -538,3 +538,18 @@ func TestOverlappingSubscriptionsGiveMQTTOneCopy(t *testing.T) {
 
 // peek returns what was written without consuming it.
 func (t *testTransport) peek() string { t.mu.Lock(); defer t.mu.Unlock(); return t.out.String() }
+
+// A publication no subscription takes any form of allocates no forms:
+// they are the shared, empty noForms.
+func TestFormsOfAnUnwantedPublicationAllocateNothing(t *testing.T) {
+	h := startHub(t, Config{Workers: 1})
+	h.forms.register(&textEncoding{id: 0}) // an encoding in use, with no subscription
+	p := publication("a/b")
+	allocs := testing.AllocsPerRun(100, func() {
+		p.forms = nil
+		h.forms.build(p)
+	})
+	if allocs != 0 || p.forms != noForms {
+		t.Fatalf("build with no form in use: %v allocations, forms %p (noForms %p)", allocs, p.forms, noForms)
+	}
+}
