@@ -183,8 +183,8 @@ func (l *Limiter) Refused() (out [NumRefusals]uint64) {
 	return out
 }
 
-// Counts returns the connections counted now, and those pending.
-func (l *Limiter) Counts() (total, pending int) {
+// counts returns the connections counted now, and those pending.
+func (l *Limiter) counts() (total, pending int) {
 	if l == nil {
 		return 0, 0
 	}

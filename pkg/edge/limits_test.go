@@ -80,7 +80,7 @@ func TestLimiterConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if total, pending := l.Counts(); total != 0 || pending != 0 || len(l.addrs) != 0 {
+	if total, pending := l.counts(); total != 0 || pending != 0 || len(l.addrs) != 0 {
 		t.Fatalf("after everything closed: total %d pending %d, %d addresses", total, pending, len(l.addrs))
 	}
 }

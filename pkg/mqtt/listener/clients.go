@@ -30,9 +30,8 @@ type clients struct {
 // one, its session state (read here, under the mutex, rather than from
 // the connection, whose reader owns it).
 type holder struct {
-	st  *conn
-	ps  *persist
-	enc uint8 // its encoding's ID: a session moves only between connections of one transport
+	st *conn
+	ps *persist
 }
 
 // clientKey is the identity of a client: its actor and identifier.

@@ -99,10 +99,13 @@ func (st *conn) reader() *reactor.Stream {
 // of the reader's stream).
 func (st *conn) Closing() bool { return st.reader().Closing() }
 
-// framed is pkt as the connection writes it: itself, or in one binary
-// WebSocket frame when carried over WebSocket; nil stays nil.
-func (st *conn) framed(pkt []byte) []byte {
-	if st.over == nil || pkt == nil {
+// framed is pkt as the connection writes it (frame).
+func (st *conn) framed(pkt []byte) []byte { return frame(st.over != nil, pkt) }
+
+// frame is pkt as written on a plain MQTT connection (itself) or, with ws,
+// on an MQTT-over-WebSocket one (in one binary frame); nil stays nil.
+func frame(ws bool, pkt []byte) []byte {
+	if !ws || pkt == nil {
 		return pkt
 	}
 	return wsframe.Binary(pkt)

@@ -8,14 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/node/nodetest"
@@ -326,4 +332,33 @@ func connected(t testing.TB, addr, token string) *client {
 		t.Fatalf("CONNACK code %d", body[1])
 	}
 	return c
+}
+
+var fqName = regexp.MustCompile(`fqName: "([a-z_]+)"`)
+
+// samples collects c's metrics: each sample's value by its name and, for a
+// labelled one, its labels, e.g. "kraken_connections{transport=mqtt}".
+func samples(t *testing.T, c metrics.Component) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 256)
+	d := metrics.NewDescs()
+	c.Collect(t.Context(), &d, ch)
+	close(ch)
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		key := fqName.FindStringSubmatch(m.Desc().String())[1]
+		if ls := pb.GetLabel(); len(ls) > 0 {
+			parts := make([]string, len(ls))
+			for i, l := range ls {
+				parts[i] = l.GetName() + "=" + l.GetValue()
+			}
+			key += "{" + strings.Join(parts, ",") + "}"
+		}
+		out[key] = pb.GetCounter().GetValue() + pb.GetGauge().GetValue()
+	}
+	return out
 }

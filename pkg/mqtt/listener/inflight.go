@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/hub"
-	"github.com/NoLagApp/kraken/pkg/wsframe"
 )
 
 // The states of an in-flight slot: what its outbound PUBLISH waits for
@@ -67,21 +66,17 @@ type inflight struct {
 	ws      bool           // the session's packets are in binary WebSocket frames (MQTT over WebSocket)
 }
 
-// flags returns the index in head of the MQTT fixed header's first byte
-// (packet type and flags: DUP, QoS, RETAIN).
-func (f *inflight) flags(head []byte) int {
+// withFlags returns a copy of head, a shared PUBLISH head (framed for
+// MQTT over WebSocket when f.ws), with the flag bits of its fixed header
+// (DUP 0x08, QoS 0x06, RETAIN 0x01) in mask set to set.
+func (f *inflight) withFlags(head []byte, mask, set byte) []byte {
+	h := append([]byte(nil), head...)
+	at := 0
 	if f.ws {
-		return payloadAt(head)
+		at = payloadAt(h)
 	}
-	return 0
-}
-
-// packet is pkt as the session writes it (framed for MQTT over WebSocket).
-func (f *inflight) packet(pkt []byte) []byte {
-	if f.ws {
-		return wsframe.Binary(pkt)
-	}
-	return pkt
+	h[at] = h[at]&^mask | set
+	return h
 }
 
 // sentMsg is what a persistent session's slot sent: the PUBLISH's parts
@@ -143,10 +138,7 @@ func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
 	state := slotPuback
 	if qos == 2 {
 		state = slotPubrec
-		h := append([]byte(nil), head...) // the shared head is QoS 1's
-		at := f.flags(h)
-		h[at] = h[at]&^0x06 | 0x04
-		head = h
+		head = f.withFlags(head, 0x06, 0x04) // the shared head is QoS 1's
 	}
 	id, slot := f.take(state)
 	if f.sent != nil {

@@ -335,12 +335,11 @@ func TestInflightWindowThrottles(t *testing.T) {
 	}
 	var ids []uint16
 	for range 4 {
-		_, p, q, id := m.expectPublishNoAck()
+		_, _, q, id := m.expectPublishNoAck()
 		if q != 1 {
 			t.Fatal("not QoS 1")
 		}
 		ids = append(ids, id)
-		_ = p
 	}
 	m.expectNothing(150 * time.Millisecond) // the window is full: the rest wait
 	next := 4

@@ -10,6 +10,10 @@ import (
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
+// publishID is the Packet Identifier of body, the body of a QoS 1 or 2
+// PUBLISH on topic.
+func publishID(body []byte) uint16 { return uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)]) }
+
 // ack is an acknowledgement packet (PUBACK 0x40, PUBREC 0x50, PUBREL 0x62,
 // PUBCOMP 0x70) for id.
 func ack(first byte, id uint16) []byte { return []byte{first, 2, byte(id >> 8), byte(id)} }

@@ -61,11 +61,9 @@ type kept struct {
 // is dropped, and the hub's close (the session expired, or the broker
 // shuts down) lets go of the session.
 type offline struct {
-	enc hub.Encoding // the session's: its deliveries are framed as its connection's were
-	l   *Listener
-	id  string
-	f   *inflight
-	got *hub.Conn // the parked connection, set once Adopted (on its worker)
+	l  *Listener
+	id string
+	k  *kept // its window, its encoding and, once Adopted (on its worker), the parked connection
 }
 
 func (*offline) Writev(bufs [][]byte) (int, error) {
@@ -80,22 +78,23 @@ func (*offline) Writev(bufs [][]byte) (int, error) {
 // a shutdown): the session is forgotten, and the connection let go of by
 // its worker (Hub.ClosedLater: this runs under its write lock).
 func (o *offline) CloseWrite() error {
-	o.l.clients.expire(o.id, o.got)
-	if o.got != nil {
-		o.l.hub.ClosedLater(o.got)
+	o.l.clients.expire(o.id, o.k.pc)
+	if o.k.pc != nil {
+		o.l.hub.ClosedLater(o.k.pc)
 	}
 	return nil
 }
 
 func (*offline) Close() error             { return nil }
-func (o *offline) Encoding() hub.Encoding { return o.enc }
+func (o *offline) Encoding() hub.Encoding { return o.k.enc } // its deliveries are framed as its connection's were
 
 // Deliver implements hub.Acker: kept in the session's window, never
 // refused (a parked session is bounded, not closed).
 func (o *offline) Deliver(_ *hub.Conn, head, tail []byte, qos uint8) bool {
-	o.f.mu.Lock()
-	defer o.f.mu.Unlock()
-	return o.f.keepLocked(head, tail, qos)
+	f := o.k.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keepLocked(head, tail, qos)
 }
 
 // keepLocked queues a delivery of a session whose connection is gone or
@@ -153,7 +152,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	k.f.maxQueued = l.cfg.SessionMaxBytes
 	k.f.mu.Unlock()
 	k.enc = st.Encoding()
-	t := &offline{l: l, id: st.clientKey, f: k.f, enc: k.enc}
+	t := &offline{l: l, id: st.clientKey, k: k}
 	var collect []hub.SubSpec
 	for _, s := range specs {
 		if s.QoS > 0 {
@@ -162,7 +161,6 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		}
 	}
 	k.pc = c.Adopt(t, collect)
-	t.got = k.pc
 	// Idle once the expiry has passed (its own idle timeout, whatever
 	// IDLE_TIMEOUT_SECONDS says): the hub's sweep then closes it
 	// (offline.CloseWrite).
@@ -214,7 +212,7 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	prev := cs.m[st.clientKey]
 	old := prev.st
-	cs.m[st.clientKey] = holder{st: st, ps: st.persistent(), enc: st.Encoding().ID()}
+	cs.m[st.clientKey] = holder{st: st, ps: st.persistent()}
 	k := cs.kept[st.clientKey]
 	delete(cs.kept, st.clientKey)
 	if k != nil && !clean && k.enc.ID() != st.Encoding().ID() {
@@ -224,8 +222,10 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	// A live session is taken over by a connection of its transport only
 	// (its window's frames are that transport's); across transports the
-	// old one ends and is discarded (Park: the identity is taken).
-	wait := !clean && old != nil && prev.ps != nil && prev.enc == st.Encoding().ID()
+	// old one ends and is discarded (Park: the identity is taken). old's
+	// encoding is fixed (conn.over is set before it is handed over, and
+	// it was registered here after its CONNECT).
+	wait := !clean && old != nil && prev.ps != nil && old.Encoding().ID() == st.Encoding().ID()
 	if wait {
 		st.x.ps.connack = st.Conn.ExpectReply()
 		cs.waiting[st.clientKey] = st
@@ -326,13 +326,11 @@ func (f *inflight) resume(c *hub.Conn) {
 	for _, i := range order {
 		id := f.buf[2*i : 2*i+2 : 2*i+2]
 		if f.state[i] == slotPubcomp {
-			c.WriteFrame(f.packet(packet.AppendPubrel(nil, f.ids[i])))
+			c.WriteFrame(frame(f.ws, packet.AppendPubrel(nil, f.ids[i])))
 			continue
 		}
 		m := f.sent[i]
-		head := append([]byte(nil), m.head...)
-		head[f.flags(head)] |= 0x08 // DUP [MQTT-3.3.1-1]
-		c.WriteParts(head, id, m.tail)
+		c.WriteParts(f.withFlags(m.head, 0x08, 0x08), id, m.tail) // DUP [MQTT-3.3.1-1]
 	}
 	f.drainLocked(c)
 }

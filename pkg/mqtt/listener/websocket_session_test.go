@@ -40,7 +40,7 @@ func TestMQTTOverWebSocketQoS2AndSession(t *testing.T) {
 	m.send(ack(0x62, 3))
 	m.expect(0x70)
 	body := w.expect(0x34) // QoS 2 PUBLISH, one whole packet in one binary frame
-	id := uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)])
+	id := publishID(body)
 	w.send(ack(0x50, id))
 	if got := w.expect(0x62); !bytes.Equal(got, []byte{byte(id >> 8), byte(id)}) {
 		t.Fatalf("PUBREL % x", got)
@@ -49,7 +49,7 @@ func TestMQTTOverWebSocketQoS2AndSession(t *testing.T) {
 
 	pub("unacked") // an SDK publish, QoS 1: delivered at min(1, 2) = 1
 	body = w.expect(0x32)
-	id = uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)])
+	id = publishID(body)
 	w.frame(true, ws.OpClose, ws.NewCloseFrameBody(ws.StatusGoingAway, "")) // dropped, no DISCONNECT
 	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
 	pub("while away")
@@ -59,7 +59,7 @@ func TestMQTTOverWebSocketQoS2AndSession(t *testing.T) {
 		t.Fatal("session present 0 over WebSocket")
 	}
 	body = w.expect(0x3a) // QoS 1, DUP
-	if got := uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)]); got != id || !bytes.HasSuffix(body, []byte("unacked")) {
+	if got := publishID(body); got != id || !bytes.HasSuffix(body, []byte("unacked")) {
 		t.Fatalf("resent % x, want id %d and the unacknowledged message", body, id)
 	}
 	w.send(ack(0x40, id))
@@ -99,9 +99,7 @@ func TestTakeoverAcrossTransportsStartsANewSession(t *testing.T) {
 	w.send(subscribePkt(2, topic))
 	w.expect(0x90)
 	pub("for ws")
-	body := w.expect(0x32)
-	id := uint16(body[2+len(topic)])<<8 | uint16(body[3+len(topic)])
-	_ = id // unacknowledged
+	w.expect(0x32) // not acknowledged
 	plain, present = sessionClient(t, n, "x-1", false)
 	if present {
 		t.Fatal("a plain-MQTT CONNECT resumed a WebSocket session")

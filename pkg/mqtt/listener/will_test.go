@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"net"
 	"os/exec"
-	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/NoLagApp/kraken/pkg/metrics"
 
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -176,8 +171,6 @@ func TestClientIDTakeover(t *testing.T) {
 	}
 }
 
-var fqName = regexp.MustCompile(`fqName: "([a-z_]+)"`)
-
 // The listener reports its metrics: a takeover, a will and a kept session
 // are counted (kraken_mqtt_takeovers_total, kraken_mqtt_wills_total,
 // kraken_mqtt_sessions_kept).
@@ -190,22 +183,7 @@ func TestMQTTMetrics(t *testing.T) {
 	first.expectClosed()
 	_ = second.c.Close()
 	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
-	collect := func() map[string]float64 {
-		got := map[string]float64{}
-		ch := make(chan prometheus.Metric, 16)
-		d := metrics.NewDescs()
-		n.mqtt.Collect(t.Context(), &d, ch)
-		close(ch)
-		for m := range ch {
-			var pb dto.Metric
-			if err := m.Write(&pb); err != nil {
-				t.Fatal(err)
-			}
-			name := fqName.FindStringSubmatch(m.Desc().String())[1]
-			got[name] = pb.GetCounter().GetValue() + pb.GetGauge().GetValue()
-		}
-		return got
-	}
+	collect := func() map[string]float64 { return samples(t, n.mqtt) }
 	var got map[string]float64
 	deadline := time.Now().Add(3 * time.Second)
 	for got = collect(); got["kraken_mqtt_wills_total"] != 1 && time.Now().Before(deadline); got = collect() {
