@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -87,21 +88,30 @@ type Config struct {
 	NetpollLogger *zap.Logger
 }
 
-// Loop is one listener served by a netpoll event loop (netpoll's pollers
-// are shared by the process): it accepts connections through its Handler,
-// reads them (read.go), and stops. Start it with Listen and Serve; stop it
-// with Drain and Shutdown.
+// Loop is a transport's listeners, each served by a netpoll event loop
+// (netpoll's pollers are shared by the process): a plain one (Listen) and
+// a TLS one (ListenTLS), either or both. It accepts connections through
+// its Handler, reads them (read.go), and stops. Start it with Listen,
+// ListenTLS and Serve; stop it with Drain and Shutdown.
 type Loop[C Conn] struct {
 	h        Handler[C]
 	cfg      Config
 	log      *zap.Logger
-	ln       net.Listener
-	loop     netpoll.EventLoop
+	plain    *endpoint // Listen's, nil until it succeeds
+	secure   *endpoint // ListenTLS's, nil until it succeeds
 	draining atomic.Bool
 	serving  atomic.Bool   // Serve was called
 	received atomic.Uint64 // bytes read and handed to Process
-	served   chan error
+	tls      tlsStats      // handshakes of a TLS Loop (tls.go)
 	stopOnce sync.Once
+}
+
+// endpoint is one listener and its event loop.
+type endpoint struct {
+	ln     net.Listener
+	loop   netpoll.EventLoop
+	tls    *tls.Config // nil for plain connections
+	served chan error  // Serve's goroutine's result
 }
 
 // New returns a Loop of h's connections; it does not listen yet. The error
@@ -116,42 +126,88 @@ func New[C Conn](h Handler[C], cfg Config) (*Loop[C], error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Loop[C]{h: h, cfg: cfg, log: cfg.Logger, served: make(chan error, 1)}, nil
+	return &Loop[C]{h: h, cfg: cfg, log: cfg.Logger}, nil
 }
 
-// Listen binds the TCP address addr (":8080", "127.0.0.1:0") and prepares
-// the event loop; connections are accepted once Serve is called.
-func (l *Loop[C]) Listen(addr string) error {
+// Listen binds the TCP address addr (":8080", "127.0.0.1:0") for plain
+// connections and prepares its event loop; connections are accepted once
+// Serve is called.
+func (l *Loop[C]) Listen(addr string) (err error) {
+	l.plain, err = l.listen(addr, nil)
+	return err
+}
+
+// ListenTLS binds addr for TLS connections (tls.go): every connection's
+// bytes pass through a TLS record layer between the socket and the
+// Handler, which reads and writes plaintext as on the plain listener; no
+// goroutine or timer is kept per idle connection. cfg's certificates,
+// versions and client authentication are the caller's (pkg/certs builds
+// it); it must not be changed afterwards.
+func (l *Loop[C]) ListenTLS(addr string, cfg *tls.Config) (err error) {
+	if cfg == nil {
+		return errors.New("reactor: ListenTLS needs a tls.Config")
+	}
+	l.secure, err = l.listen(addr, cfg)
+	return err
+}
+
+func (l *Loop[C]) listen(addr string, cfg *tls.Config) (*endpoint, error) {
 	if l.cfg.NetpollLogger != nil {
 		netpollLogger.log.Store(l.cfg.NetpollLogger)
 	}
 	tuneNetpoll()
 	ln, err := netpoll.CreateListener("tcp", addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts := []netpoll.Option{netpoll.WithOnPrepare(l.onPrepare)}
+	prepare := func(nc netpoll.Connection) context.Context { return l.onPrepare(nc, cfg) }
+	opts := []netpoll.Option{netpoll.WithOnPrepare(prepare)}
 	if l.cfg.OnHangup != nil {
 		opts = append(opts, netpoll.WithOnDisconnect(l.onDisconnect))
 	}
 	loop, err := netpoll.NewEventLoop(l.onRequest, opts...)
 	if err != nil {
 		_ = ln.Close()
-		return err
+		return nil, err
 	}
-	l.ln, l.loop = ln, loop
-	return nil
+	return &endpoint{ln: ln, loop: loop, tls: cfg, served: make(chan error, 1)}, nil
 }
 
-// Serve accepts and serves connections in the background, after Listen.
+// endpoints returns the listeners that Listen and ListenTLS bound.
+func (l *Loop[C]) endpoints() []*endpoint {
+	var eps []*endpoint
+	for _, ep := range [2]*endpoint{l.plain, l.secure} {
+		if ep != nil {
+			eps = append(eps, ep)
+		}
+	}
+	return eps
+}
+
+// Serve accepts and serves connections in the background on every
+// listener bound, after Listen or ListenTLS.
 func (l *Loop[C]) Serve() {
 	l.serving.Store(true)
-	go func() { l.served <- l.loop.Serve(l.ln) }()
-	l.log.Info("listening", zap.String("addr", l.ln.Addr().String()))
+	for _, ep := range l.endpoints() {
+		go func() { ep.served <- ep.loop.Serve(ep.ln) }()
+		l.log.Info("listening", zap.String("addr", ep.ln.Addr().String()), zap.Bool("tls", ep.tls != nil))
+	}
 }
 
-// Addr returns the listening address (useful with port 0), after Listen.
-func (l *Loop[C]) Addr() net.Addr { return l.ln.Addr() }
+// Addr returns the plain listener's address (useful with port 0), after
+// Listen; nil without one.
+func (l *Loop[C]) Addr() net.Addr { return l.plain.addr() }
+
+// TLSAddr returns the TLS listener's address, after ListenTLS; nil
+// without one.
+func (l *Loop[C]) TLSAddr() net.Addr { return l.secure.addr() }
+
+func (ep *endpoint) addr() net.Addr {
+	if ep == nil {
+		return nil
+	}
+	return ep.ln.Addr()
+}
 
 // Drain makes the loop close every connection it accepts from now on; the
 // connections already served are closed by the hub's shutdown.
@@ -164,29 +220,46 @@ func (l *Loop[C]) Draining() bool { return l.draining.Load() }
 // to its Handler (requests and frames, headers included).
 func (l *Loop[C]) ReceivedBytes() uint64 { return l.received.Load() }
 
-// Shutdown drains, stops accepting and closes the event loop within ctx,
-// and waits for Serve's goroutine (until ctx is done). Call it after the
+// TLSHandshakes returns the TLS handshakes of the loop's connections that
+// succeeded and that failed (a client that is not TLS, a bad or stalled
+// handshake, a client certificate refused); both 0 on a plain Loop.
+func (l *Loop[C]) TLSHandshakes() (done, failed uint64) {
+	return l.tls.done.Load(), l.tls.failed.Load()
+}
+
+// TLSState returns the TLS state of a connection of a TLS Loop (version,
+// cipher suite, the verified client certificates under mutual TLS), and
+// false for a plain connection or one whose handshake is not done.
+func TLSState(s Socket) (tls.ConnectionState, bool) {
+	t, ok := s.(*tlsSocket)
+	if !ok || !t.established() {
+		return tls.ConnectionState{}, false
+	}
+	return t.conn.ConnectionState(), true
+}
+
+// Shutdown drains, stops accepting and closes the event loops within ctx,
+// and waits for Serve's goroutines (until ctx is done). Call it after the
 // hub's connections are closed (the session protocol's Shutdown). Only its
-// first call acts; it does nothing when Listen never succeeded, and only
-// closes the listener when Serve was never called. The error is the event
+// first call acts; it does nothing when no Listen succeeded, and only
+// closes the listeners when Serve was never called. The error is an event
 // loop's, or nil.
 func (l *Loop[C]) Shutdown(ctx context.Context) error {
 	var err error
 	l.stopOnce.Do(func() {
 		l.draining.Store(true)
-		switch {
-		case l.loop == nil:
-			return
-		case !l.serving.Load():
-			_ = l.ln.Close()
-			return
-		}
-		if e := l.loop.Shutdown(ctx); e != nil && !errors.Is(e, netpoll.ErrConnClosed) {
-			err = e
-		}
-		select {
-		case <-l.served:
-		case <-ctx.Done():
+		for _, ep := range l.endpoints() {
+			if !l.serving.Load() {
+				_ = ep.ln.Close()
+				continue
+			}
+			if e := ep.loop.Shutdown(ctx); e != nil && !errors.Is(e, netpoll.ErrConnClosed) && err == nil {
+				err = e
+			}
+			select {
+			case <-ep.served:
+			case <-ctx.Done():
+			}
 		}
 	})
 	return err
@@ -196,16 +269,27 @@ func (l *Loop[C]) Shutdown(ctx context.Context) error {
 // state is the context OnRequest gets back), and the hub is told of its
 // close from netpoll's close callback, before the descriptor is released.
 // A connection accepted while draining is closed at once and gets no state.
-func (l *Loop[C]) onPrepare(nc netpoll.Connection) context.Context {
+func (l *Loop[C]) onPrepare(nc netpoll.Connection, cfg *tls.Config) context.Context {
 	sock, ok := nc.(Socket)
 	if !ok || l.draining.Load() {
 		_ = nc.Close()
 		return nil // netpoll uses context.Background(): onRequest discards
 	}
+	var t *tlsSocket
+	if cfg != nil {
+		t = newTLSSocket(sock, cfg, &l.tls)
+		sock = t
+	}
 	st := l.h.Open(sock)
 	c := st.Record()
 	closer, _ := l.h.(Closer[C])
+	if t != nil {
+		t.after = func() { l.afterHandshake(st, t) }
+	}
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
+		if t != nil {
+			t.onClose()
+		}
 		l.cfg.Hub.Closed(c)
 		if closer != nil {
 			closer.Closed(st)

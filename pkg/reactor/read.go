@@ -63,6 +63,10 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 	var c *hub.Conn
 	if ok {
 		s, c = st.stream(), st.Record()
+		if t, isTLS := s.sock.(*tlsSocket); isTLS {
+			l.readTLS(st, t, r)
+			return
+		}
 	}
 	if c == nil || s.closing || c.Closing() {
 		_ = r.Skip(n)
@@ -89,6 +93,18 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 	} else {
 		buf, _ = r.Peek(n)
 	}
+	l.process(st, s, c, buf, fromPartial, now)
+	if !fromPartial {
+		_ = r.Skip(n)
+	}
+	_ = r.Release()
+	l.settle(s, c, r.Len())
+}
+
+// process hands buf, the connection's unprocessed input, to the Handler,
+// and keeps what it leaves unused (keep; fromPartial says buf is the
+// partial buffer).
+func (l *Loop[C]) process(st C, s *Stream, c *hub.Conn, buf []byte, fromPartial bool, now int64) {
 	s.need, s.ended = 0, false
 	used, complete := l.h.Process(st, buf)
 	rest := buf[used:]
@@ -97,13 +113,14 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 	}
 	s.trackFrame(c, len(rest) > 0, now)
 	s.keep(fromPartial, rest)
-	if !fromPartial {
-		_ = r.Skip(n)
-	}
-	_ = r.Release()
+}
+
+// settle ends a read: the replies it queued are flushed, and the socket is
+// paused while the hub is behind; left is what netpoll still holds.
+func (l *Loop[C]) settle(s *Stream, c *hub.Conn, left int) {
 	s.flush(c)
 	l.cfg.Hub.HoldInput(c) // while the workers are behind, read no more of it
-	if c.InputHeld() && r.Len() == 0 && !l.cfg.Hub.InputPaused(c) {
+	if c.InputHeld() && left == 0 && !l.cfg.Hub.InputPaused(c) {
 		c.InputDrained() // all that came in since the resume is worked through
 	}
 }

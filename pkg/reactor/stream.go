@@ -64,11 +64,23 @@ func (*Stream) Value(any) any { return nil }
 // Writev implements hub.Transport: the bytes of bufs the socket takes now,
 // with non-blocking writev(2) (sockio.Writev); EAGAIN is a short count with
 // a nil error, anything else but EINTR an error.
-func (s *Stream) Writev(bufs [][]byte) (int, error) { return sockio.Writev(s.sock.Fd(), bufs) }
+// On a TLS connection the bufs are encrypted first (tls.go).
+func (s *Stream) Writev(bufs [][]byte) (int, error) {
+	if t, ok := s.sock.(*tlsSocket); ok {
+		return t.writev(bufs)
+	}
+	return sockio.Writev(s.sock.Fd(), bufs)
+}
 
 // CloseWrite implements hub.Transport: shutdown(SHUT_WR), a FIN after the
 // closing frame.
-func (s *Stream) CloseWrite() error { return sockio.CloseWrite(s.sock.Fd()) }
+// On a TLS connection the TLS close_notify alert goes first.
+func (s *Stream) CloseWrite() error {
+	if t, ok := s.sock.(*tlsSocket); ok {
+		return t.closeWrite()
+	}
+	return sockio.CloseWrite(s.sock.Fd())
+}
 
 // Close implements hub.Transport: netpoll closes the socket and runs the
 // close callback (hub.Hub.Closed, registered by the Loop).
@@ -83,7 +95,13 @@ func (s *Stream) SetReadPaused(paused bool) error { return sockio.SetReadPaused(
 
 // Unsent implements hub.Unsent: the bytes the socket has not sent yet
 // (sockio.Unsent).
-func (s *Stream) Unsent() int { return sockio.Unsent(s.sock.Fd()) }
+// On a TLS connection the records not yet handed to the kernel count too.
+func (s *Stream) Unsent() int {
+	if t, ok := s.sock.(*tlsSocket); ok {
+		return t.unsent()
+	}
+	return sockio.Unsent(s.sock.Fd())
+}
 
 // Queue queues frame on c, the connection's hub record, behind the
 // replies the workers still owe it (hub.Conn.Write), so replies leave in

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
+	"github.com/NoLagApp/kraken/pkg/certs"
+	"github.com/NoLagApp/kraken/pkg/certs/certstest"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
@@ -72,12 +77,28 @@ var transports = []transport{
 	},
 }
 
+// tlsTransports are the transports over their TLS listeners: the same
+// rules hold on the plaintext under the record layer.
+var tlsTransports = func() []transport {
+	var out []transport
+	for _, tr := range transports {
+		plain := tr.dial
+		tr.name += "/tls"
+		tr.dial = func(t *testing.T, n *node) *client { return plain(t, n.overTLS()) }
+		out = append(out, tr)
+	}
+	return out
+}()
+
+// allTransports is transports, then tlsTransports.
+var allTransports = append(append([]transport(nil), transports...), tlsTransports...)
+
 // TestInputOverflowClosesWithTheTransportsClose: a client whose unprocessed
 // input passes the bound while the workers are not behind is closed for
 // input_overflow, the transport's way (1008 input_overflow; an MQTT
 // connection just closes), and counted.
 func TestInputOverflowClosesWithTheTransportsClose(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range allTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			n := startNode(t, 64<<10, nil)
 			c := tr.dial(t, n)
@@ -106,7 +127,7 @@ func TestInputOverflowClosesWithTheTransportsClose(t *testing.T) {
 // frame_timeout at that timeout: its bytes do not move the idle deadline.
 func TestTrickledFrameMeetsTheFrameTimeout(t *testing.T) {
 	const bound = 600 * time.Millisecond
-	for _, tr := range transports {
+	for _, tr := range allTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			n := startNode(t, 0, func(c *hub.Config) { c.FrameTimeout = bound; c.IdleTimeout = 10 * time.Second })
 			c := tr.dial(t, n)
@@ -142,7 +163,7 @@ func TestTrickledFrameMeetsTheFrameTimeout(t *testing.T) {
 // frame the reader refuses, in the same write, is never handled: its
 // subscriber gets nothing, while a publish from another client arrives.
 func TestInputAfterACloseDecisionIsDiscarded(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range allTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			n := startNode(t, 0, nil)
 			sub := n.subscriber(t)
@@ -169,7 +190,7 @@ func TestInputAfterACloseDecisionIsDiscarded(t *testing.T) {
 // once they catch up it is read again, and what it sent meanwhile is
 // handled in order.
 func TestPausedSocketResumes(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range allTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			n := startNode(t, 0, func(c *hub.Config) { c.Workers = 1; c.MaxPendingPublications = 64 })
 			sub := n.subscriber(t)
@@ -201,7 +222,7 @@ func TestPausedSocketResumes(t *testing.T) {
 
 // wantClose is the close code a client of tr reads for r: 0 for MQTT.
 func wantClose(tr transport, r disconnect.Reason) ws.StatusCode {
-	if tr.name == "mqtt" {
+	if strings.HasPrefix(tr.name, "mqtt") {
 		return 0
 	}
 	return r.Code()
@@ -209,16 +230,43 @@ func wantClose(tr transport, r disconnect.Reason) ws.StatusCode {
 
 // wantText is the close text a client of tr reads for r: "" for MQTT.
 func wantText(tr transport, r disconnect.Reason) string {
-	if tr.name == "mqtt" {
+	if strings.HasPrefix(tr.name, "mqtt") {
 		return ""
 	}
 	return r.Text()
 }
 
-// node is a WebSocket server and an MQTT listener on one session protocol.
+// node is a WebSocket server and an MQTT listener on one session protocol,
+// each with a plain and a TLS listener.
 type node struct {
 	ws   *server.Server
 	mqtt *listener.Listener
+	ca   *certstest.CA
+	tls  bool // dial the TLS listeners (overTLS)
+}
+
+// overTLS is n whose clients dial the TLS listeners.
+func (n *node) overTLS() *node {
+	m := *n
+	m.tls = true
+	return &m
+}
+
+// dial connects to the plain listener at plain or, over TLS, to secure.
+func (n *node) dial(t *testing.T, plain, secure net.Addr) net.Conn {
+	t.Helper()
+	var conn net.Conn
+	var err error
+	if n.tls {
+		conn, err = tls.Dial("tcp", secure.String(), n.ca.ClientConfig())
+	} else {
+		conn, err = net.Dial("tcp", plain.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
 
 // startNode starts a node whose transports bound their input at backlog
@@ -241,16 +289,24 @@ func startNode(t *testing.T, backlog int, mutate func(*hub.Config)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog})
+	ca := certstest.New(t, "reactor")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	store, err := certs.Load(certs.Files{Cert: certFile, Key: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := listener.New(n, listener.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog})
+	s, err := server.New(n, server.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog,
+		TLSAddr: "127.0.0.1:0", TLS: store.Config(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := listener.New(n, listener.Config{Addr: "127.0.0.1:0", MaxInputBacklog: backlog,
+		TLSAddr: "127.0.0.1:0", TLS: store.Config(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodetest.Start(t, n, s, l)
-	return &node{ws: s, mqtt: l}
+	return &node{ws: s, mqtt: l, ca: ca}
 }
 
 // subscriber is a WebSocket client of bob's subscribed to topic.
@@ -306,11 +362,13 @@ type client struct {
 // dialWebSocket upgrades a connection and authenticates it as alice.
 func dialWebSocket(t *testing.T, n *node) *client {
 	t.Helper()
-	conn, br, _, err := ws.Dial(context.Background(), "ws://"+n.ws.Addr().String()+"/ws")
+	conn := n.dial(t, n.ws.Addr(), n.ws.TLSAddr())
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	br, _, err := ws.Dialer{}.Upgrade(conn, &url.URL{Scheme: "ws", Host: n.ws.Addr().String(), Path: "/ws"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = conn.Close() })
+	_ = conn.SetDeadline(time.Time{})
 	if br == nil {
 		br = bufio.NewReader(conn)
 	}
@@ -329,11 +387,7 @@ func dialWebSocket(t *testing.T, n *node) *client {
 // expects CONNACK 0.
 func dialMQTT(t *testing.T, n *node) *client {
 	t.Helper()
-	conn, err := net.Dial("tcp", n.mqtt.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := n.dial(t, n.mqtt.Addr(), n.mqtt.TLSAddr())
 	c := &client{Conn: conn, br: bufio.NewReader(conn)}
 	connect := mqttPacket(0x10, mqttString("MQTT"), []byte{4, 0xc2, 0, 30}, // user name, password, clean session, 30 s
 		mqttString("reactor-test"), mqttString("any"), mqttString("alice"))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 
 	"go.uber.org/zap"
@@ -20,6 +21,11 @@ import (
 type Config struct {
 	// Addr is the TCP listen address, e.g. ":8080" or "127.0.0.1:0".
 	Addr string
+	// TLSAddr, when not "", is the listen address of the TLS listener
+	// (WSS_PORT: wss:// on /ws, and every path of the plain one), served
+	// with TLS; both are required for it.
+	TLSAddr string
+	TLS     *tls.Config
 	// MaxFrameSize bounds an inbound frame and a reassembled message, in
 	// bytes; larger ones close the connection with 1009. 0 means 1 MiB.
 	MaxFrameSize int
@@ -115,6 +121,12 @@ func (s *Server) Start() error {
 	if err := s.loop.Listen(s.cfg.Addr); err != nil {
 		return err
 	}
+	if s.cfg.TLSAddr != "" {
+		if err := s.loop.ListenTLS(s.cfg.TLSAddr, s.cfg.TLS); err != nil {
+			_ = s.loop.Shutdown(context.Background())
+			return err
+		}
+	}
 	s.loop.Serve()
 	switch s.cfg.InternalSecret {
 	case "":
@@ -127,6 +139,9 @@ func (s *Server) Start() error {
 
 // Addr returns the listening address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.loop.Addr() }
+
+// TLSAddr returns the TLS listener's address, nil without one.
+func (s *Server) TLSAddr() net.Addr { return s.loop.TLSAddr() }
 
 // Node returns the node the server serves.
 func (s *Server) Node() *node.Node { return s.node }

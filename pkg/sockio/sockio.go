@@ -5,6 +5,7 @@ package sockio
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -106,4 +107,57 @@ func Unsent(fd int) int {
 		return 0
 	}
 	return n
+}
+
+// Write writes b to fd, a non-blocking socket, as far as it takes it now:
+// Writev of one buffer (EAGAIN is a short count with a nil error, EINTR is
+// retried, anything else is the error).
+func Write(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	n, errno := writev(fd, &iov, 1)
+	if raceEnabled && n > 0 {
+		raceReadIovecs([]unix.Iovec{iov}, n)
+	}
+	switch errno {
+	case 0, unix.EAGAIN:
+		return n, nil
+	default:
+		return n, errno
+	}
+}
+
+// ErrWriteTimeout is WaitWritable's error when fd did not become writable
+// in time.
+var ErrWriteTimeout = errors.New("sockio: socket not writable in time")
+
+// WaitWritable blocks until fd can take more bytes (poll(2) POLLOUT), it
+// fails (the error: the peer reset it, or poll's own), or timeout passes
+// (ErrWriteTimeout). Only a goroutine that may block calls it: a TLS
+// handshake's (pkg/reactor), never the event loop or a worker.
+func WaitWritable(fd int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return ErrWriteTimeout
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			continue
+		case fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0:
+			return unix.EPIPE
+		default:
+			return nil
+		}
+	}
 }

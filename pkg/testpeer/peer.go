@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,15 +54,23 @@ type Peer struct {
 // Dial connects and upgrades to ws://addr/ws.
 func Dial(t testing.TB, addr string) *Peer {
 	t.Helper()
-	return dial(t, addr, ws.Dialer{})
+	return dial(t, "ws://"+addr, ws.Dialer{})
 }
 
-// dial upgrades a connection of d to addr's /ws.
-func dial(t testing.TB, addr string, d ws.Dialer) *Peer {
+// DialTLS connects to addr with TLS (cfg: the test CA in RootCAs, the
+// ServerName) and upgrades to wss://addr/ws.
+func DialTLS(t testing.TB, addr string, cfg *tls.Config) *Peer {
 	t.Helper()
-	conn, br, _, err := d.Dial(context.Background(), "ws://"+addr+"/ws")
+	return dial(t, "wss://"+addr, ws.Dialer{TLSConfig: cfg})
+}
+
+// dial upgrades a connection of d to base's /ws; base is a ws:// or
+// wss:// URL without a path.
+func dial(t testing.TB, base string, d ws.Dialer) *Peer {
+	t.Helper()
+	conn, br, _, err := d.Dial(context.Background(), base+"/ws")
 	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
+		t.Fatalf("dial %s: %v", base, err)
 	}
 	if br == nil {
 		br = bufio.NewReader(conn)
@@ -75,7 +84,7 @@ func dial(t testing.TB, addr string, d ws.Dialer) *Peer {
 // client address on the loopback interface.
 func DialFrom(t testing.TB, addr, local string) *Peer {
 	t.Helper()
-	return dial(t, addr, ws.Dialer{NetDial: func(ctx context.Context, network, a string) (net.Conn, error) {
+	return dial(t, "ws://"+addr, ws.Dialer{NetDial: func(ctx context.Context, network, a string) (net.Conn, error) {
 		nd := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
 		return nd.DialContext(ctx, network, a)
 	}})

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,11 @@ import (
 type Config struct {
 	// Addr is the TCP listen address, e.g. ":1883" or "127.0.0.1:0".
 	Addr string
+	// TLSAddr, when not "", is the listen address of MQTT over TLS
+	// (MQTTS_PORT, 8883 by convention), served with TLS; both are required
+	// for it. TLS's own client authentication (mutual TLS) is TLS's.
+	TLSAddr string
+	TLS     *tls.Config
 	// MaxPacketSize bounds an inbound packet in bytes; a larger one closes
 	// the connection (MQTT 3.1.1 has no code for it). 0 means
 	// session.PayloadCeiling plus 64 KiB for the topic and header.
@@ -134,12 +140,21 @@ func (l *Listener) Start() error {
 	if err := l.loop.Listen(l.cfg.Addr); err != nil {
 		return err
 	}
+	if l.cfg.TLSAddr != "" {
+		if err := l.loop.ListenTLS(l.cfg.TLSAddr, l.cfg.TLS); err != nil {
+			_ = l.loop.Shutdown(context.Background())
+			return err
+		}
+	}
 	l.loop.Serve()
 	return nil
 }
 
 // Addr returns the listening address (useful with port 0).
 func (l *Listener) Addr() net.Addr { return l.loop.Addr() }
+
+// TLSAddr returns the MQTT over TLS listener's address, nil without one.
+func (l *Listener) TLSAddr() net.Addr { return l.loop.TLSAddr() }
 
 // Kind implements node.Transport: every connection the listener accepted
 // (or /mqtt handed over) is node.KindMQTT, counted open from its accept; a
