@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -344,12 +345,16 @@ func (t *tlsSocket) writev(bufs [][]byte) (int, error) {
 		return 0, err
 	}
 	written, i := 0, 0
-	for _, o := range t.owed {
-		if i == len(bufs) || len(bufs[i]) != o.n || unsafe.SliceData(bufs[i]) != o.p {
-			break
-		}
-		written += o.n
+	for i < len(t.owed) && i < len(bufs) && len(bufs[i]) == t.owed[i].n && unsafe.SliceData(bufs[i]) == t.owed[i].p {
+		written += t.owed[i].n
 		i++
+	}
+	if i < len(t.owed) && i == len(bufs) {
+		// The hub offered fewer buffers than are owed (a retry probes with
+		// one): the rest stay owed, already sent, for its next call.
+		t.owed = slices.Delete(t.owed, 0, i)
+		t.wmu.Unlock()
+		return written, nil
 	}
 	clear(t.owed)
 	t.owed = t.owed[:0]

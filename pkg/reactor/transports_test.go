@@ -362,9 +362,14 @@ type client struct {
 // dialWebSocket upgrades a connection and authenticates it as alice.
 func dialWebSocket(t *testing.T, n *node) *client {
 	t.Helper()
-	conn := n.dial(t, n.ws.Addr(), n.ws.TLSAddr())
+	return upgrade(t, n.dial(t, n.ws.Addr(), n.ws.TLSAddr()), "alice")
+}
+
+// upgrade upgrades conn to /ws and authenticates it as actor.
+func upgrade(t *testing.T, conn net.Conn, actor string) *client {
+	t.Helper()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	br, _, err := ws.Dialer{}.Upgrade(conn, &url.URL{Scheme: "ws", Host: n.ws.Addr().String(), Path: "/ws"})
+	br, _, err := ws.Dialer{}.Upgrade(conn, &url.URL{Scheme: "ws", Host: "kraken", Path: "/ws"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,13 +378,14 @@ func dialWebSocket(t *testing.T, n *node) *client {
 		br = bufio.NewReader(conn)
 	}
 	c := &client{Conn: conn, br: br}
-	if _, err := c.Write(wsFrame(ws.OpBinary, testpeer.Map("type", "auth", "token", "alice"))); err != nil {
+	if _, err := c.Write(wsFrame(ws.OpBinary, testpeer.Map("type", "auth", "token", actor))); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if f, err := ws.ReadFrame(c.br); err != nil || !bytes.Contains(f.Payload, []byte("success\xc3")) {
 		t.Fatalf("auth answered %q, %v; want success:true", f.Payload, err)
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	return c
 }
 
@@ -438,6 +444,9 @@ func expectEOF(t *testing.T, c *client) {
 		}
 	}
 }
+
+// asNetError is errors.As for a net.Error.
+func asNetError(err error, ne *net.Error) bool { return errors.As(err, ne) }
 
 // wsFrame is a masked client frame.
 func wsFrame(op ws.OpCode, payload []byte) []byte {

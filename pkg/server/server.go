@@ -140,6 +140,10 @@ func (s *Server) Start() error {
 // Addr returns the listening address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.loop.Addr() }
 
+// TLSHandshakes returns the TLS listener's handshakes that succeeded and
+// that failed (reactor.Loop.TLSHandshakes).
+func (s *Server) TLSHandshakes() (done, failed uint64) { return s.loop.TLSHandshakes() }
+
 // TLSAddr returns the TLS listener's address, nil without one.
 func (s *Server) TLSAddr() net.Addr { return s.loop.TLSAddr() }
 

@@ -153,6 +153,10 @@ func (l *Listener) Start() error {
 // Addr returns the listening address (useful with port 0).
 func (l *Listener) Addr() net.Addr { return l.loop.Addr() }
 
+// TLSHandshakes returns the TLS listener's handshakes that succeeded and
+// that failed (reactor.Loop.TLSHandshakes).
+func (l *Listener) TLSHandshakes() (done, failed uint64) { return l.loop.TLSHandshakes() }
+
 // TLSAddr returns the MQTT over TLS listener's address, nil without one.
 func (l *Listener) TLSAddr() net.Addr { return l.loop.TLSAddr() }
 
