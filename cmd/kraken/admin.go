@@ -26,7 +26,7 @@ import (
 // adminIndex is the answer of GET / on the admin listener.
 const adminIndex = `kraken admin listener
   /metrics       Prometheus metrics (text format)
-  /ready         readiness: 200 {"status":"ready"}, or 503 with the failing checks and their reasons
+  /ready         readiness: 200 {"status":"ready"}, or 503 with the failing checks and their reasons; "warnings" lists problems that leave it ready
   /health        liveness: 200 {"status":"ok"}
   /debug/pprof/  Go profiler (heap, goroutine, profile?seconds=N, trace?seconds=N)
 `
@@ -43,7 +43,7 @@ func adminHandler(src metrics.Sources, n *node.Node) http.Handler {
 		if len(failing) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_, _ = w.Write([]byte(node.ReadyJSON(failing, true)))
+		_, _ = w.Write([]byte(node.ReadyDetailJSON(failing, n.ReadyWarnings(), true)))
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -75,7 +75,7 @@ type adminServer struct {
 // logged and the broker goes on without it: the WebSocket service matters
 // more than its metrics, and several nodes on one host would otherwise
 // need distinct ports before any of them starts (set ADMIN_ADDR for each).
-func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, log *zap.Logger) *adminServer {
+func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCerts, log *zap.Logger) *adminServer {
 	if cfg.AdminAddr == config.AddrOff {
 		log.Info("admin listener disabled (ADMIN_ADDR=off): no /metrics, /ready or /debug/pprof")
 		return nil
@@ -94,14 +94,21 @@ func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, log *zap.L
 			ErrorLog:          zap.NewStdLog(log.Named("admin")),
 			// No WriteTimeout: /debug/pprof/profile?seconds=N writes after N seconds.
 		}}
+	if cfg.AdminTLS && tc != nil {
+		a.hs.TLSConfig = tc.store.Config(true) // mutual TLS with TLS_CLIENT_CA_FILE; ServeTLS adds h2
+	}
 	// Owned by the adminServer: close shuts the server down and waits on done.
 	go func() {
 		defer close(a.done)
-		if err := a.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := a.hs.Serve
+		if a.hs.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return a.hs.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin listener stopped", zap.Error(err))
 		}
 	}()
-	log.Info("admin listener", zap.String("addr", a.addr.String()),
+	log.Info("admin listener", zap.String("addr", a.addr.String()), zap.Bool("tls", a.hs.TLSConfig != nil),
 		zap.Strings("paths", []string{"/metrics", "/ready", "/health", "/debug/pprof/"}))
 	return a
 }

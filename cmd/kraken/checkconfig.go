@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/NoLagApp/kraken/pkg/auth/static"
+	"github.com/NoLagApp/kraken/pkg/certs"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/server"
 )
@@ -74,6 +76,7 @@ func runCheckConfig(args []string, lookup func(string) (string, bool), stdout, s
 			_ = fh.Close()
 		}
 	}
+	r.tlsCertificate(cfg, time.Now())
 	if r.errors > 0 {
 		fmt.Fprintf(stdout, "kraken check-config: %s, %s\n", plural(r.errors, "error"), plural(r.warnings, "warning"))
 		return exitConfig
@@ -201,4 +204,44 @@ func runPrintEnv(args []string, lookup func(string) (string, bool), stdout, stde
 		fmt.Fprintf(stdout, "%s=%s\n", v.Env, v.Shown())
 	}
 	return exitOK
+}
+
+// certExpiryWarning is how close to its expiry a certificate draws a
+// warning from check-config.
+const certExpiryWarning = 30 * 24 * time.Hour
+
+// tlsCertificate checks the TLS certificate files as the broker loads them
+// (pkg/certs: readable, PEM, the key matching the certificate, the client
+// CA), and the certificate's validity at now: an error once expired or not
+// yet valid, a warning within certExpiryWarning of its expiry.
+func (r *checkReport) tlsCertificate(cfg config.Config, now time.Time) {
+	if !cfg.TLSWanted() {
+		if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" || cfg.TLSClientCAFile != "" {
+			r.warnf("TLS_CERT_FILE, TLS_KEY_FILE or TLS_CLIENT_CA_FILE is set but no listener serves TLS (WSS_PORT, MQTTS_PORT, ADMIN_TLS): the files are not used")
+		}
+		return
+	}
+	if cfg.TLSCertFile == "" || cfg.TLSKeyFile == "" {
+		return // reported with the settings
+	}
+	st, err := certs.Load(certs.Files{Cert: cfg.TLSCertFile, Key: cfg.TLSKeyFile, ClientCA: cfg.TLSClientCAFile})
+	if err != nil {
+		r.errorf("TLS certificate: %v", err)
+		return
+	}
+	leaf, _ := st.Certificate(nil)
+	notAfter := st.NotAfter()
+	switch {
+	case now.After(notAfter):
+		r.errorf("TLS certificate %s expired on %s", cfg.TLSCertFile, notAfter.UTC().Format(time.RFC3339))
+	case leaf.Leaf != nil && now.Before(leaf.Leaf.NotBefore):
+		r.errorf("TLS certificate %s is not valid before %s", cfg.TLSCertFile, leaf.Leaf.NotBefore.UTC().Format(time.RFC3339))
+	case notAfter.Sub(now) < certExpiryWarning:
+		r.warnf("TLS certificate %s expires in %d days (%s)", cfg.TLSCertFile, int(notAfter.Sub(now).Hours()/24), notAfter.UTC().Format(time.RFC3339))
+	default:
+		r.linef("TLS certificate: ok (%s, key matches, expires %s)", cfg.TLSCertFile, notAfter.UTC().Format("2006-01-02"))
+	}
+	if cfg.TLSClientCAFile != "" {
+		r.linef("TLS client CA: ok (%s: mutual TLS on MQTTS_PORT and the admin listener)", cfg.TLSClientCAFile)
+	}
 }

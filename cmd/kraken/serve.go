@@ -77,6 +77,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if err != nil {
 		return startFailed(log, err, exitConfig)
 	}
+	tc, err := newTLSCerts(cfg, log)
+	if err != nil {
+		return startFailed(log, err, exitConfig)
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -126,28 +130,37 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	var mq *listener.Listener
 	var carried map[string]server.Carried
 	if cfg.MQTTEnabled {
-		mq, err = listener.New(n, listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
+		lc := listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
 			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes,
 			SessionExpiry: cfg.ResumeExpiry, SessionMaxBytes: cfg.ResumeMaxBytes, SessionMaxMessages: cfg.StoreMaxMessages,
-			MaxSessions: cfg.ResumeMaxSessions, Logger: log})
+			MaxSessions: cfg.ResumeMaxSessions, Logger: log}
+		if cfg.MQTTSPort != config.PortOff {
+			lc.TLSAddr, lc.TLS = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTSPort)), tc.store.Config(true)
+		}
+		mq, err = listener.New(n, lc)
 		if err != nil {
 			return startFailed(log, err, exitFail)
 		}
 		carried = map[string]server.Carried{server.MQTTPath: mq.WebSocket()}
 	}
 	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins) // checked by config.Load
-	srv, err := server.New(n, server.Config{
+	sc := server.Config{
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
 		MaxFrameSize:   cfg.MaxFrameSize,
 		InternalSecret: cfg.InternalSecret,
 		Carried:        carried,
 		AllowedOrigins: origins,
 		Logger:         log,
-	})
+	}
+	if cfg.WSSPort != config.PortOff {
+		sc.TLSAddr, sc.TLS = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSSPort)), tc.store.Config(false, "http/1.1")
+	}
+	srv, err := server.New(n, sc)
 	if err != nil {
 		return startFailed(log, err, exitFail)
 	}
 	backend.addReadyChecks(n)
+	tc.addReadyWarning(n)
 	if err := start(n, srv, mq); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		_ = n.Shutdown(sctx)
@@ -156,12 +169,17 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	// Closed after n.Shutdown (deferred): /ready answers not ready while
 	// the connections drain.
-	admin := startAdmin(cfg, metrics.Sources{Components: components(n, srv, mq, backend, cache, ext, cfg.BrokerBackend),
-		BrokerStats: brokerStats(fanout), Version: version}, n, log)
+	comps := components(n, srv, mq, backend, cache, ext, cfg.BrokerBackend)
+	if tc != nil {
+		comps = append(comps, tc.store)
+	}
+	admin := startAdmin(cfg, metrics.Sources{Components: comps, BrokerStats: brokerStats(fanout), Version: version}, n, tc, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
-	reloader := reloadOnSignal(ctx, hup, backend.reload)
+	reloader := reloadOnSignal(ctx, hup, func() { backend.reload(); tc.reload("sighup") })
 	defer func() { <-reloader }() // before backend.close
+	watcher := tc.watch(ctx)
+	defer func() { <-watcher }()
 	log.Info("kraken started", zap.String("version", version), zap.Int("pid", os.Getpid()), zap.Int("workers", workers),
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))
 	<-ctx.Done()

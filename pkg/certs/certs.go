@@ -10,6 +10,7 @@
 package certs
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -18,6 +19,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/NoLagApp/kraken/pkg/metrics"
 )
 
 // Files names the PEM files of a Store.
@@ -184,3 +189,12 @@ func (s *Store) Config(clientAuth bool, protos ...string) *tls.Config {
 
 // MutualTLS reports whether a client CA is configured.
 func (s *Store) MutualTLS() bool { return s.files.ClientCA != "" }
+
+// Collect implements metrics.Component: the reloads by result and the
+// expiry of the certificate in force.
+func (s *Store) Collect(_ context.Context, d *metrics.Descs, ch chan<- prometheus.Metric) {
+	ok, failed := s.Reloads()
+	metrics.Counter(ch, d.TLSReloads, ok, "ok")
+	metrics.Counter(ch, d.TLSReloads, failed, "error")
+	metrics.Gauge(ch, d.TLSExpiry, float64(s.NotAfter().Unix()))
+}

@@ -37,6 +37,25 @@ type Config struct {
 	// 4194304, at least 1024); past it the connection is closed as a slow
 	// consumer.
 	MQTTMaxQueuedBytes int
+	// WSSPort is the port of WebSocket over TLS (WSS_PORT; PortOff, the
+	// default, when unset; 0 lets the operating system choose) on Host:
+	// wss:// on /ws and every path of WSPort, with TLSCertFile.
+	WSSPort int
+	// MQTTSPort is the port of MQTT over TLS (MQTTS_PORT, 8883 by
+	// convention; PortOff when unset) on Host, when MQTTEnabled; mutual
+	// TLS with TLSClientCAFile.
+	MQTTSPort int
+	// TLSCertFile and TLSKeyFile are the PEM certificate chain and key of
+	// the TLS listeners (TLS_CERT_FILE, TLS_KEY_FILE; both required by
+	// WSSPort, MQTTSPort and AdminTLS), reloaded on SIGHUP and when they
+	// change (pkg/certs; docs/SECURITY.md).
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile is the PEM CA certificates a client certificate must
+	// chain to on MQTTSPort and the admin listener over TLS
+	// (TLS_CLIENT_CA_FILE, "": no client certificate asked).
+	TLSClientCAFile string
+	// AdminTLS serves the admin listener over TLS (ADMIN_TLS, false).
+	AdminTLS bool
 	// AdminAddr is the admin listener's host:port (ADMIN_ADDR,
 	// "127.0.0.1:9469"): /metrics, /ready, /health and /debug/pprof over
 	// net/http, apart from the WebSocket port. "off" disables it. 9469 is
@@ -305,6 +324,7 @@ func (c Config) problems() []error {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"MQTT_PORT=%d: the port is WS_PORT's; give the MQTT listener a port of its own", c.MQTTPort)})
 	}
+	errs = append(errs, c.tlsProblems(ok)...)
 	if ok("AUTH_BACKEND") && c.AuthBackend == "static" && !c.AuthAllowAll && c.AuthFile == "" {
 		errs = append(errs, &fieldError{msg: "AUTH_FILE is empty: AUTH_BACKEND=static needs a token file"})
 	}
@@ -347,4 +367,45 @@ func checkBaseURL(env, v, needs string) error {
 		return &fieldError{msg: fmt.Sprintf("%s=%q: want an http:// or https:// URL with a host", env, v)}
 	}
 	return nil
+}
+
+// TLSWanted reports whether a listener serves TLS (WSS_PORT, MQTTS_PORT
+// with MQTT_ENABLED, ADMIN_TLS with the admin listener on): the
+// certificate files are then required.
+func (c *Config) TLSWanted() bool {
+	return c.WSSPort != PortOff || c.MQTTEnabled && c.MQTTSPort != PortOff || c.AdminTLS && c.AdminAddr != AddrOff
+}
+
+// tlsProblems checks the TLS settings together: a TLS listener needs both
+// certificate files, MQTTS_PORT needs MQTT, and a TLS port is not another
+// listener's.
+func (c *Config) tlsProblems(ok func(...string) bool) []error {
+	var errs []error
+	if !ok("WSS_PORT", "MQTTS_PORT", "ADMIN_TLS", "TLS_CERT_FILE", "TLS_KEY_FILE", "MQTT_ENABLED", "ADMIN_ADDR") {
+		return nil
+	}
+	if c.TLSWanted() && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		errs = append(errs, &fieldError{msg: "TLS_CERT_FILE and TLS_KEY_FILE are both required by WSS_PORT, MQTTS_PORT and ADMIN_TLS"})
+	}
+	if c.MQTTSPort != PortOff && !c.MQTTEnabled {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf("MQTTS_PORT=%d: MQTT is off; set MQTT_ENABLED=true", c.MQTTSPort)})
+	}
+	ports := map[int]string{c.WSPort: "WS_PORT"}
+	if c.MQTTEnabled {
+		ports[c.MQTTPort] = "MQTT_PORT"
+	}
+	for _, p := range []struct {
+		env  string
+		port int
+	}{{"WSS_PORT", c.WSSPort}, {"MQTTS_PORT", c.MQTTSPort}} {
+		if p.port == PortOff || p.port == 0 {
+			continue
+		}
+		if other, taken := ports[p.port]; taken {
+			errs = append(errs, &fieldError{msg: fmt.Sprintf("%s=%d: the port is %s's; give it a port of its own", p.env, p.port, other)})
+			continue
+		}
+		ports[p.port] = p.env
+	}
+	return errs
 }

@@ -27,7 +27,7 @@ func TestDefaults(t *testing.T) {
 		IdleTimeout: 60 * time.Second, FrameTimeout: 30 * time.Second, AuthTimeout: 30 * time.Second, HandshakeTimeout: 10 * time.Second,
 		RevalidateInterval: 600 * time.Second, TokenCacheTTL: 30 * time.Second,
 		RateLimit: 50, ErrorFrameLimit: 10, ErrorFloodLimit: 1000, MaxAuthFailures: 5, Workers: 0,
-		MQTTMaxInflight: 64, MQTTMaxQueuedBytes: 4194304,
+		MQTTMaxInflight: 64, MQTTMaxQueuedBytes: 4194304, WSSPort: PortOff, MQTTSPort: PortOff,
 		OutboundMaxBytes: 4194304, WriteTimeout: 30 * time.Second, MaxSubscriptions: 1000, ShutdownTimeout: 10 * time.Second,
 		StoreTTL: time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
 		ResumeExpiry: 120 * time.Second, ResumeMaxBytes: 1 << 20, ResumeMaxSessions: 100000,
@@ -55,6 +55,13 @@ func TestEveryVariableParses(t *testing.T) {
 		{"WS_PORT", "9000", func(c Config) bool { return c.WSPort == 9000 }},
 		{"WS_PORT", " 0 ", func(c Config) bool { return c.WSPort == 0 }},
 		{"MQTT_PORT", "1884", func(c Config) bool { return c.MQTTPort == 1884 }},
+		{"WSS_PORT", "8443", func(c Config) bool { return c.WSSPort == 8443 }},
+		{"WSS_PORT", "off", func(c Config) bool { return c.WSSPort == PortOff }},
+		{"MQTTS_PORT", "8883", func(c Config) bool { return c.MQTTSPort == 8883 }},
+		{"TLS_CERT_FILE", "/etc/kraken/tls.crt", func(c Config) bool { return c.TLSCertFile == "/etc/kraken/tls.crt" }},
+		{"TLS_KEY_FILE", "/etc/kraken/tls.key", func(c Config) bool { return c.TLSKeyFile == "/etc/kraken/tls.key" }},
+		{"TLS_CLIENT_CA_FILE", "/etc/kraken/ca.crt", func(c Config) bool { return c.TLSClientCAFile == "/etc/kraken/ca.crt" }},
+		{"ADMIN_TLS", "true", func(c Config) bool { return c.AdminTLS }},
 		{"MQTT_MAX_INFLIGHT", "20", func(c Config) bool { return c.MQTTMaxInflight == 20 }},
 		{"MAX_CONNECTIONS", "100", func(c Config) bool { return c.MaxConnections == 100 }},
 		{"MAX_CONNECTIONS_PER_ADDRESS", "10", func(c Config) bool { return c.MaxConnectionsPerAddress == 10 }},
@@ -116,18 +123,26 @@ func TestEveryVariableParses(t *testing.T) {
 		{"LOG_LEVEL", "DEBUG", func(c Config) bool { return c.LogLevel == "debug" }},
 		{"LOG_LEVEL", "warning", func(c Config) bool { return c.LogLevel == "warn" }},
 	}
+	// The settings that are valid only with others: those others.
+	files := []string{"TLS_CERT_FILE", "/c", "TLS_KEY_FILE", "/k"}
+	with := map[string][]string{
+		"WSS_PORT": files, "ADMIN_TLS": files, "MQTTS_PORT": append([]string{"MQTT_ENABLED", "true"}, files...),
+		"TLS_CERT_FILE": {"WSS_PORT", "8443", "TLS_KEY_FILE", "/k"}, "TLS_KEY_FILE": {"WSS_PORT", "8443", "TLS_CERT_FILE", "/c"},
+		"TLS_CLIENT_CA_FILE": append([]string{"WSS_PORT", "8443"}, files...),
+	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
 		covered[tt.env] = true
 		t.Run(tt.env+"="+tt.give, func(t *testing.T) {
-			c, err := Load(nil, env(tt.env, tt.give), nil)
+			others := with[tt.env]
+			c, err := Load(nil, env(append([]string{tt.env, tt.give}, others...)...), nil)
 			if err != nil {
 				t.Fatalf("env: %v", err)
 			}
 			if !tt.want(c) {
 				t.Fatalf("env: wrong value in %+v", c)
 			}
-			c, err = Load([]string{"--" + flagName(tt.env) + "=" + tt.give}, env(), nil)
+			c, err = Load([]string{"--" + flagName(tt.env) + "=" + tt.give}, env(others...), nil)
 			if err != nil {
 				t.Fatalf("flag: %v", err)
 			}

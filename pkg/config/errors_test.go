@@ -87,6 +87,12 @@ func TestValidate(t *testing.T) {
 		want   []string
 	}{
 		{name: "valid", modify: func(*Config) {}},
+		{name: "TLS listener without a certificate", modify: func(c *Config) { c.WSSPort = 8443 },
+			want: []string{"config: TLS_CERT_FILE and TLS_KEY_FILE are both required by WSS_PORT, MQTTS_PORT and ADMIN_TLS"}},
+		{name: "MQTT over TLS without MQTT", modify: func(c *Config) { c.MQTTSPort = 8883; c.TLSCertFile, c.TLSKeyFile = "/c", "/k" },
+			want: []string{"config: MQTTS_PORT=8883: MQTT is off; set MQTT_ENABLED=true"}},
+		{name: "TLS port clash", modify: func(c *Config) { c.WSSPort = 8080; c.TLSCertFile, c.TLSKeyFile = "/c", "/k" },
+			want: []string{"config: WSS_PORT=8080: the port is WS_PORT's; give it a port of its own"}},
 		{name: "message above the ceiling", modify: func(c *Config) { c.MaxMessageSize = 921601 },
 			want: []string{"config: MAX_MESSAGE_SIZE=921601: out of range (1..921600)"}},
 		{name: "frame below message", modify: func(c *Config) { c.MaxFrameSize = 1000 },
@@ -169,6 +175,7 @@ func TestHelp(t *testing.T) {
 var optionalString = map[string]bool{
 	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
 	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true, "ALLOWED_ORIGINS": true,
+	"WSS_PORT": true, "MQTTS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_FILE": true, "TLS_CLIENT_CA_FILE": true,
 }
 
 func TestVars(t *testing.T) {

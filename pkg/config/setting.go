@@ -251,3 +251,35 @@ func originsSetting() setting {
 	}
 	return s
 }
+
+// PortOff is the value of an optional port setting left unset (WSS_PORT,
+// MQTTS_PORT): that listener is off.
+const PortOff = -1
+
+// optionalPortSetting is a port that is off unless set: "" (the default)
+// or "off" is PortOff, else 0..65535 (0: any free port).
+func optionalPortSetting(env, help string, field func(*Config) *int) setting {
+	s := newSetting(env, "", help)
+	s.set = func(c *Config, v string) error {
+		if v = strings.TrimSpace(v); v == "" || v == AddrOff {
+			*field(c) = PortOff
+			return nil
+		}
+		n, err := parseInt(v)
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > 65535 {
+			return errors.New("out of range (0..65535, or off)")
+		}
+		*field(c) = int(n)
+		return nil
+	}
+	s.get = func(c *Config) string {
+		if *field(c) == PortOff {
+			return ""
+		}
+		return strconv.Itoa(*field(c))
+	}
+	return s
+}

@@ -20,6 +20,7 @@ type Descs struct {
 	ResumeParked, ResumeReplays, ResumeRedelivered                       *prometheus.Desc
 	MQTTSessionsKept, MQTTWills, MQTTTakeovers, MQTTSessionDropped       *prometheus.Desc
 	ConnectionsRefused                                                   *prometheus.Desc
+	TLSHandshakes, TLSReloads, TLSExpiry                                 *prometheus.Desc
 
 	Inbox, InboxPubs, WorkerBusy, Busy, Unresponsive, Queued, QueuedMax   *prometheus.Desc
 	Retained, PresenceRooms, PresenceMembers, LobbyWatches, StoreMessages *prometheus.Desc
@@ -67,6 +68,9 @@ func NewDescs() Descs {
 		Groups:           n("groups", "Load-balanced groups."),
 
 		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused at their accept, by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS).", "reason"),
+		TLSHandshakes:      n("tls_handshakes_total", "TLS handshakes on the TLS listeners, by listener (wss, mqtts) and result: ok, or failed (not TLS, a bad or stalled handshake, a client certificate refused).", "listener", "result"),
+		TLSReloads:         n("tls_certificate_reloads_total", "Reloads of the TLS certificate files (SIGHUP, or the files changed), by result: ok, or error (the certificate in force stays; the admin /ready says why).", "result"),
+		TLSExpiry:          n("tls_certificate_expiry_timestamp_seconds", "When the TLS certificate in force expires, in Unix seconds."),
 		MQTTSessionsKept:   n("mqtt_sessions_kept", "MQTT persistent sessions (Clean Session 0) kept while their client is disconnected; they hold no socket."),
 		MQTTWills:          n("mqtt_wills_total", "MQTT will messages published (a connection ended without DISCONNECT); one the grants or limits refuse is not counted (it is logged as a refused publish)."),
 		MQTTTakeovers:      n("mqtt_takeovers_total", "MQTT connections closed by a new CONNECT with the same client identifier and actor."),
@@ -120,7 +124,7 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.PublishRefused, d.SubscribeRefused, d.Subscriptions, d.Groups, d.Topics,
 		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered,
 		d.MQTTSessionsKept, d.MQTTWills, d.MQTTTakeovers, d.MQTTSessionDropped,
-		d.ConnectionsRefused,
+		d.ConnectionsRefused, d.TLSHandshakes, d.TLSReloads, d.TLSExpiry,
 		d.Inbox, d.InboxPubs, d.WorkerBusy, d.Busy, d.Unresponsive, d.Queued, d.QueuedMax,
 		d.Retained, d.PresenceRooms, d.PresenceMembers, d.LobbyWatches, d.StoreMessages,
 		d.BrokerUp, d.BrokerDropped, d.BrokerMessages, d.BrokerDiscarded, d.BrokerReconnects,

@@ -12,6 +12,9 @@ import (
 type ReadyCheck struct {
 	Name  string
 	Check func() error
+	// Warning marks a condition that is reported but leaves the node
+	// ready (AddReadyWarning).
+	Warning bool
 }
 
 // NotReadyReason is a readiness condition that does not hold.
@@ -23,14 +26,44 @@ type NotReadyReason struct {
 // AddReadyCheck adds a readiness condition. It is safe at any time; checks
 // run on every /ready request and must be quick and not block.
 func (n *Node) AddReadyCheck(name string, check func() error) {
+	n.addCheck(ReadyCheck{Name: name, Check: check})
+}
+
+// AddReadyWarning adds a condition the admin listener's /ready reports
+// under "warnings" when it fails, while the node stays ready: a problem
+// an operator must fix that does not stop the node serving (a TLS
+// certificate reload that failed keeps the certificate in force). Like a
+// check, it must be quick and not block.
+func (n *Node) AddReadyWarning(name string, check func() error) {
+	n.addCheck(ReadyCheck{Name: name, Check: check, Warning: true})
+}
+
+func (n *Node) addCheck(c ReadyCheck) {
 	n.checksMu.Lock()
 	defer n.checksMu.Unlock()
 	var next []ReadyCheck
 	if cur := n.checks.Load(); cur != nil {
 		next = append(next, *cur...)
 	}
-	next = append(next, ReadyCheck{Name: name, Check: check})
+	next = append(next, c)
 	n.checks.Store(&next)
+}
+
+// ReadyWarnings returns the warnings (AddReadyWarning) that fail now, nil
+// when none does.
+func (n *Node) ReadyWarnings() []NotReadyReason {
+	var out []NotReadyReason
+	if checks := n.checks.Load(); checks != nil {
+		for _, c := range *checks {
+			if !c.Warning {
+				continue
+			}
+			if err := c.Check(); err != nil {
+				out = append(out, NotReadyReason{Name: c.Name, Err: err})
+			}
+		}
+	}
+	return out
 }
 
 // NotReady returns the readiness conditions that do not hold, nil when the
@@ -57,6 +90,9 @@ func (n *Node) NotReady() []NotReadyReason {
 	}
 	if checks := n.checks.Load(); checks != nil {
 		for _, c := range *checks {
+			if c.Warning {
+				continue
+			}
 			if err := c.Check(); err != nil {
 				out = append(out, NotReadyReason{Name: c.Name, Err: err})
 			}
@@ -76,32 +112,47 @@ const errShuttingDown = readyError("the broker is shutting down")
 // "reasons":{name: error text} (the admin listener's; the WebSocket port's
 // /ready names the failing checks only, since it may face the internet).
 func ReadyJSON(failing []NotReadyReason, detail bool) string {
-	if len(failing) == 0 {
-		return `{"status":"ready"}`
-	}
+	return ReadyDetailJSON(failing, nil, detail)
+}
+
+// ReadyDetailJSON is ReadyJSON with, when detail is set and warnings
+// (Node.ReadyWarnings) is not empty, "warnings":{name: error text}.
+func ReadyDetailJSON(failing, warnings []NotReadyReason, detail bool) string {
 	var b strings.Builder
-	b.WriteString(`{"status":"not_ready","failing":[`)
-	for i, f := range failing {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(jsonString(f.Name))
-	}
-	b.WriteByte(']')
-	if detail {
-		b.WriteString(`,"reasons":{`)
+	if len(failing) == 0 {
+		b.WriteString(`{"status":"ready"`)
+	} else {
+		b.WriteString(`{"status":"not_ready","failing":[`)
 		for i, f := range failing {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			b.WriteString(jsonString(f.Name))
-			b.WriteByte(':')
-			b.WriteString(jsonString(f.Err.Error()))
 		}
-		b.WriteByte('}')
+		b.WriteByte(']')
+		if detail {
+			writeReasons(&b, "reasons", failing)
+		}
+	}
+	if detail && len(warnings) > 0 {
+		writeReasons(&b, "warnings", warnings)
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// writeReasons writes ,"key":{name: error text, ...}.
+func writeReasons(b *strings.Builder, key string, rs []NotReadyReason) {
+	b.WriteString(`,"` + key + `":{`)
+	for i, f := range rs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(jsonString(f.Name))
+		b.WriteByte(':')
+		b.WriteString(jsonString(f.Err.Error()))
+	}
+	b.WriteByte('}')
 }
 
 // jsonString quotes s as a JSON string.

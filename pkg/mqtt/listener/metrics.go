@@ -16,4 +16,9 @@ func (l *Listener) Collect(_ context.Context, d *metrics.Descs, ch chan<- promet
 	metrics.Counter(ch, d.MQTTWills, l.wills.Load())
 	metrics.Counter(ch, d.MQTTTakeovers, l.takeovers.Load())
 	metrics.Counter(ch, d.MQTTSessionDropped, l.sessionDrops.Load())
+	if l.TLSAddr() != nil {
+		done, failed := l.TLSHandshakes()
+		metrics.Counter(ch, d.TLSHandshakes, done, "mqtts", "ok")
+		metrics.Counter(ch, d.TLSHandshakes, failed, "mqtts", "failed")
+	}
 }
