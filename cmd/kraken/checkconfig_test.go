@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/NoLagApp/kraken/pkg/certs/certstest"
 	"github.com/NoLagApp/kraken/pkg/config"
 )
 
@@ -199,5 +201,40 @@ func TestPrintEnvIsEffective(t *testing.T) {
 	}
 	if code, _, errs := runIn([]string{"WS_PORT=abc"}, "print-env"); code != 2 || !strings.Contains(errs, "WS_PORT") {
 		t.Errorf("bad setting: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestCheckConfigTLSCertificate: check-config loads the certificate files
+// as the broker would and judges the certificate's dates.
+func TestCheckConfigTLSCertificate(t *testing.T) {
+	ca := certstest.New(t, "check")
+	good, goodKey := ca.Server("good", 365*24*time.Hour)
+	soon, soonKey := ca.Server("soon", 10*24*time.Hour)
+	expired, expiredKey := ca.Server("expired", -time.Minute)
+	base := []string{"AUTH_FILE=../../examples/auth.json", "WSS_PORT=8443"}
+	tests := []struct {
+		name     string
+		env      []string
+		wantCode int
+		want     string
+	}{
+		{"valid", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey}, 0, "TLS certificate: ok (" + good + ", key matches, expires "},
+		{"expires soon", []string{"TLS_CERT_FILE=" + soon, "TLS_KEY_FILE=" + soonKey}, 0, "warning: TLS certificate " + soon + " expires in 9 days"},
+		{"expired", []string{"TLS_CERT_FILE=" + expired, "TLS_KEY_FILE=" + expiredKey}, 2, "error: TLS certificate " + expired + " expired on "},
+		{"key of another certificate", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + soonKey}, 2, "private key does not match public key"},
+		{"client CA", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey, "TLS_CLIENT_CA_FILE=" + ca.File}, 0, "TLS client CA: ok (" + ca.File},
+		{"no certificate", nil, 2, "TLS_CERT_FILE and TLS_KEY_FILE are both required by WSS_PORT, MQTTS_PORT and ADMIN_TLS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, _ := runIn(append(append([]string{}, base...), tt.env...), "check-config")
+			if code != tt.wantCode || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s", code, tt.wantCode, tt.want, out)
+			}
+		})
+	}
+	code, out, _ := runIn([]string{"AUTH_FILE=../../examples/auth.json", "TLS_CERT_FILE=" + good}, "check-config")
+	if code != 0 || !strings.Contains(out, "no listener serves TLS") {
+		t.Fatalf("files without a TLS listener: exit %d\n%s", code, out)
 	}
 }

@@ -2,7 +2,7 @@
 // WebSocket listener's wss:// port, MQTT over TLS, the admin listener):
 // it loads the certificate and key files (TLS_CERT_FILE, TLS_KEY_FILE) and
 // the optional client CA of mutual TLS (TLS_CLIENT_CA_FILE), reloads them
-// without a restart (Reload: on SIGHUP, and when the files change, Watch),
+// without a restart (Reload: on SIGHUP, and when the files change, Changed),
 // and builds the tls.Config of each listener (Config). A reload that fails
 // keeps the certificate in force and says why (Err: the node's /ready,
 // the log, kraken_tls_reloads_total{result="error"}); connections already
@@ -41,7 +41,6 @@ type loaded struct {
 	cert     *tls.Certificate
 	clientCA *x509.CertPool // nil without Files.ClientCA
 	notAfter time.Time      // the leaf's expiry
-	stamp    [3]fileStamp   // the files as loaded, for Watch
 }
 
 // fileStamp is what Watch compares to see a file changed.
@@ -56,7 +55,8 @@ type Store struct {
 	files Files
 	cur   atomic.Pointer[loaded]
 
-	mu      sync.Mutex // serialises Reload
+	mu      sync.Mutex   // serialises Reload
+	tried   [3]fileStamp // the files as the last Reload found them, under mu
 	lastErr atomic.Pointer[error]
 	reloads [2]atomic.Uint64 // ok, failed
 }
@@ -66,6 +66,7 @@ type Store struct {
 // certificate.
 func Load(files Files) (*Store, error) {
 	s := &Store{files: files}
+	s.tried = s.stamps()
 	l, err := load(files)
 	if err != nil {
 		return nil, err
@@ -93,9 +94,6 @@ func load(f Files) (*loaded, error) {
 			return nil, fmt.Errorf("certs: client CA %s holds no PEM certificate", f.ClientCA)
 		}
 	}
-	for i, name := range []string{f.Cert, f.Key, f.ClientCA} {
-		l.stamp[i] = stampOf(name)
-	}
 	return l, nil
 }
 
@@ -116,6 +114,7 @@ func stampOf(name string) fileStamp {
 func (s *Store) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tried = s.stamps()
 	l, err := load(s.files)
 	if err != nil {
 		s.reloads[1].Add(1)
@@ -129,15 +128,19 @@ func (s *Store) Reload() error {
 }
 
 // Changed reports whether a file differs, by size or modification time,
-// from when it was last loaded.
+// from when Load or Reload last read it: a file that failed to load is
+// not tried again until it changes once more.
 func (s *Store) Changed() bool {
-	l := s.cur.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stamps() != s.tried
+}
+
+func (s *Store) stamps() (out [3]fileStamp) {
 	for i, name := range []string{s.files.Cert, s.files.Key, s.files.ClientCA} {
-		if stampOf(name) != l.stamp[i] {
-			return true
-		}
+		out[i] = stampOf(name)
 	}
-	return false
+	return out
 }
 
 // Err is the error of the last reload when it failed (the certificate in
