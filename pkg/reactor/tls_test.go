@@ -2,11 +2,14 @@ package reactor_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,4 +235,38 @@ func clientHello(t *testing.T) []byte {
 	_ = a.Close()
 	_ = b.Close()
 	return buf[:k]
+}
+
+// TestTLSRenegotiationRefused: a TLS 1.2 client asking to renegotiate
+// (openssl s_client's "R") is refused by crypto/tls with an alert, its
+// connection ends, and the listener goes on serving.
+func TestTLSRenegotiationRefused(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("SKIPPED: openssl not found; install openssl to test a client-initiated renegotiation")
+	}
+	n := startNode(t, 0, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "openssl", "s_client", "-connect", n.mqtt.TLSAddr().String(), "-tls1_2",
+		"-CAfile", n.ca.File, "-servername", "localhost")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { done, _ := n.mqtt.TLSHandshakes(); return done == 1 })
+	_, _ = in.Write([]byte("R\n"))
+	err = cmd.Wait() // s_client ends when the server closes
+	if ctx.Err() != nil {
+		t.Fatalf("the connection stayed open after a renegotiation attempt:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "RENEGOTIATING") {
+		t.Fatalf("openssl did not attempt a renegotiation (%v):\n%s", err, out.String())
+	}
+	waitFor(t, func() bool { return n.ws.Node().Hub().Stats().Connections == 0 })
+	dialMQTT(t, n.overTLS())
 }
