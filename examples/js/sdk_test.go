@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/NoLagApp/kraken/pkg/certs/certstest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
@@ -123,6 +125,38 @@ func TestOfficialSDK(t *testing.T) {
 				js.run(t, b, "publisher.mjs").expect(t, b, []string{published}, nil)
 				sub.expectStdout(t, b, []string{subscribed, got, subscribed, got}, 5*time.Second)
 			})
+		})
+	}
+}
+
+// TestOfficialSDKOverTLS runs the folder's examples with each SDK build
+// against the broker's wss:// listener (WSS_PORT), its certificate issued
+// by a test CA that node trusts through NODE_EXTRA_CA_CERTS, as a user
+// with a private CA would run them.
+func TestOfficialSDKOverTLS(t *testing.T) {
+	e := needEnv(t)
+	ca := certstest.New(t, "sdk")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	for _, version := range sdkVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			js := e.sdk(t, version)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			ln.Close()
+			b := startBroker(t, e.bin, filepath.Join(e.root, "examples", "auth.json"),
+				"WSS_PORT="+port, "TLS_CERT_FILE="+certFile, "TLS_KEY_FILE="+keyFile)
+			for _, name := range []string{"subscriber.mjs", "publisher.mjs"} {
+				js.write(t, "example-"+name, read(t, name))
+			}
+			env := []string{"KRAKEN_URL=wss://localhost:" + port + "/ws", "NODE_EXTRA_CA_CERTS=" + ca.File}
+			sub := js.start(t, "example-subscriber.mjs", env...)
+			sub.expect(t, b, []string{subscribed}, nil)
+			js.run(t, b, "example-publisher.mjs", env...).expect(t, b, []string{published}, nil)
+			sub.expect(t, b, []string{subscribed, got}, nil)
 		})
 	}
 }
