@@ -136,3 +136,16 @@ func TestServeWSSAndCertificateReload(t *testing.T) {
 	}
 	b.expectRunning(t)
 }
+
+// TestPubToTheTLSPortWithWSSaysUseWSS: kraken pub with a ws:// URL on the
+// wss:// port is told to use wss://.
+func TestPubToTheTLSPortWithWSSaysUseWSS(t *testing.T) {
+	ca := certstest.New(t, "pub")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	wssPort := freePort(t)
+	startBroker(t, "", "WSS_PORT="+wssPort, "TLS_CERT_FILE="+certFile, "TLS_KEY_FILE="+keyFile)
+	code, _, stderr := runIn(nil, "pub", "--url", "ws://127.0.0.1:"+wssPort+"/ws", "--token", "dev-token-alice", "demo/general/messages", "1")
+	if code == 0 || !strings.Contains(stderr, "speaks TLS; use wss://") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -152,10 +152,17 @@ func (t *tlsSocket) signal() {
 	}
 }
 
+// plainHTTPAnswer is what a plain HTTP request on a TLS listener gets
+// before its connection closes: Go's net/http answer, which clients
+// (kraken's own among them) recognise as "use wss://".
+const plainHTTPAnswer = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+	"Client sent an HTTP request to an HTTPS server.\n"
+
 // feed takes what r holds before the handshake is done, with mu held: it
 // keeps it for the handshake and starts the handshake goroutine once the
 // first record is complete. It reports false when the connection is to be
-// closed: the input is not TLS, or more than maxHandshakeInput waits.
+// closed: the input is not TLS (a plain HTTP request is told so first,
+// plainHTTPAnswer), or more than maxHandshakeInput waits.
 func (t *tlsSocket) feed(r netpoll.Reader) bool {
 	n := r.Len()
 	if len(t.in)+n > maxHandshakeInput {
@@ -166,6 +173,9 @@ func (t *tlsSocket) feed(r netpoll.Reader) bool {
 	switch t.state.Load() {
 	case tlsWaiting:
 		if len(t.in) > 0 && t.in[0] != 0x16 { // RFC 8446 §5.1: handshake(22)
+			if t.in[0] >= 'A' && t.in[0] <= 'Z' { // an HTTP method
+				_, _ = sockio.Write(t.Fd(), []byte(plainHTTPAnswer))
+			}
 			return false
 		}
 		if len(t.in) < 5 || len(t.in) < 5+int(t.in[3])<<8|int(t.in[4]) {

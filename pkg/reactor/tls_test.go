@@ -159,9 +159,9 @@ func TestTLSHostileInput(t *testing.T) {
 		name string
 		run  func(t *testing.T) net.Conn
 	}{
-		{"plain HTTP on the TLS port", func(t *testing.T) net.Conn {
-			c := rawDial(t, n.ws.TLSAddr())
-			_, _ = c.Write([]byte("GET /ws HTTP/1.1\r\nHost: x\r\n\r\n"))
+		{"MQTT CONNECT on the TLS port", func(t *testing.T) net.Conn {
+			c := rawDial(t, n.mqtt.TLSAddr())
+			_, _ = c.Write(mqttPacket(0x10, mqttString("MQTT"), []byte{4, 2, 0, 30}, mqttString("plain")))
 			return c
 		}},
 		{"garbage record after the handshake", func(t *testing.T) net.Conn {
@@ -191,8 +191,8 @@ func TestTLSHostileInput(t *testing.T) {
 			dialMQTT(t, n.overTLS())
 		})
 	}
-	if _, failed := n.ws.TLSHandshakes(); failed == 0 {
-		t.Fatal("no failed handshake counted on the WebSocket TLS listener")
+	if _, failed := n.mqtt.TLSHandshakes(); failed != 2 {
+		t.Fatalf("%d failed handshakes counted on the MQTT TLS listener, want 2", failed)
 	}
 }
 
@@ -235,6 +235,23 @@ func clientHello(t *testing.T) []byte {
 	_ = a.Close()
 	_ = b.Close()
 	return buf[:k]
+}
+
+// TestTLSPlainHTTPIsToldToUseTLS: a plain WebSocket upgrade on the TLS
+// listener gets Go's net/http answer, which clients read as "use wss://",
+// and is closed.
+func TestTLSPlainHTTPIsToldToUseTLS(t *testing.T) {
+	n := startNode(t, 0, nil)
+	c := rawDial(t, n.ws.TLSAddr())
+	if _, err := c.Write([]byte("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.0 400 Bad Request\r\n") ||
+		!strings.HasSuffix(string(got), "Client sent an HTTP request to an HTTPS server.\n") {
+		t.Fatalf("answered %q, %v", got, err)
+	}
 }
 
 // TestTLSRenegotiationRefused: a TLS 1.2 client asking to renegotiate
