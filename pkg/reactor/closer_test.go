@@ -2,12 +2,14 @@ package reactor
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/NoLagApp/kraken/pkg/certs/certstest"
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
@@ -64,59 +66,85 @@ func (h *closerHandler) Closed(st *testConn) {
 
 // TestCloserRunsOnceAfterTheLastProcess: the rule of reactor.Closer (the
 // MQTT listener publishes wills there). 200 clients each send frames and
-// hang up at once, over real sockets: Closed runs exactly once per
-// connection, never while its Process runs, and Process never runs after
-// it.
+// hang up at once, over real sockets, plain and TLS (where the frames that
+// come with the handshake are read on the handshake's goroutine): Closed
+// runs exactly once per connection, never while its Process runs, and
+// Process never runs after it.
 func TestCloserRunsOnceAfterTheLastProcess(t *testing.T) {
-	h := hub.New(hub.Config{Workers: 2})
-	h.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	})
-	ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
-	l, err := New[*testConn](ch, Config{Hub: h, MaxInputBacklog: 1 << 20})
+	ca := certstest.New(t, "closer")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	l.Serve()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = l.Shutdown(ctx)
-	})
-	const clients = 200
-	frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			c, err := net.Dial("tcp", l.Addr().String())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = c.Write(frames)
-			_ = c.(*net.TCPConn).SetLinger(0) // a reset, while its frames may still be processed
-			_ = c.Close()
-		})
-	}
-	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for ch.closed.Load() < clients && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := ch.closed.Load(); n != clients {
-		t.Fatalf("Closed ran %d times for %d connections", n, clients)
-	}
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	for _, s := range ch.state {
-		if s.closed.Load() != 1 || s.late.Load() {
-			t.Fatalf("a connection's Closed ran %d times, overlapping or followed by Process: %v", s.closed.Load(), s.late.Load())
+	for _, secure := range []bool{false, true} {
+		name := "plain"
+		if secure {
+			name = "tls"
 		}
+		t.Run(name, func(t *testing.T) {
+			h := hub.New(hub.Config{Workers: 2})
+			h.Start()
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = h.Shutdown(ctx)
+			})
+			ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
+			l, err := New[*testConn](ch, Config{Hub: h, MaxInputBacklog: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := func() string { return l.Addr().String() }
+			if secure {
+				err = l.ListenTLS("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+				addr = func() string { return l.TLSAddr().String() }
+			} else {
+				err = l.Listen("127.0.0.1:0")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Serve()
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = l.Shutdown(ctx)
+			})
+			const clients = 200
+			frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
+			var wg sync.WaitGroup
+			for range clients {
+				wg.Go(func() {
+					raw, err := net.Dial("tcp", addr())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var c net.Conn = raw
+					if secure {
+						c = tls.Client(raw, ca.ClientConfig())
+					}
+					_, _ = c.Write(frames)              // over TLS: the handshake, then the frames
+					_ = raw.(*net.TCPConn).SetLinger(0) // a reset, while its frames may still be processed
+					_ = raw.Close()
+				})
+			}
+			wg.Wait()
+			deadline := time.Now().Add(5 * time.Second)
+			for ch.closed.Load() < clients && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := ch.closed.Load(); n != clients {
+				t.Fatalf("Closed ran %d times for %d connections", n, clients)
+			}
+			ch.mu.Lock()
+			defer ch.mu.Unlock()
+			for _, s := range ch.state {
+				if s.closed.Load() != 1 || s.late.Load() {
+					t.Fatalf("a connection's Closed ran %d times, overlapping or followed by Process: %v", s.closed.Load(), s.late.Load())
+				}
+			}
+		})
 	}
 }

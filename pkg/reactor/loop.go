@@ -286,14 +286,19 @@ func (l *Loop[C]) onPrepare(nc netpoll.Connection, cfg *tls.Config) context.Cont
 	if t != nil {
 		t.after = func() { l.afterHandshake(st, t) }
 	}
-	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
-		if t != nil {
-			t.onClose()
-		}
+	closed := func() {
 		l.cfg.Hub.Closed(c)
 		if closer != nil {
 			closer.Closed(st)
 		}
+	}
+	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
+		if t == nil {
+			closed()
+			return nil
+		}
+		t.onClose()
+		t.holdClose(closed) // after a TLS handshake's own read, if it runs
 		return nil
 	})
 	return st

@@ -111,6 +111,13 @@ type tlsSocket struct {
 	closed atomic.Bool                   // the socket is closed: the handshake's reads end
 	after  func()                        // runs once the handshake succeeded, mu held: reads what came with it
 
+	// The close callback against after, which runs outside netpoll's
+	// OnRequest (netpoll holds a connection's close callbacks back only
+	// while its own OnRequest runs): under cmu.
+	cmu      sync.Mutex
+	inAfter  bool   // after runs
+	closedFn func() // the close callback's work, held back until after returns
+
 	// The write side, under wmu.
 	wmu     sync.Mutex
 	pending []byte    // ciphertext the socket has not taken yet
@@ -138,8 +145,25 @@ func (t *tlsSocket) established() bool { return t.state.Load() == tlsEstablished
 // onClose runs from netpoll's close callback: a handshake waiting for
 // input ends.
 func (t *tlsSocket) onClose() {
+	t.cmu.Lock()
 	t.closed.Store(true)
+	t.cmu.Unlock()
 	t.signal()
+}
+
+// holdClose runs closed, the close callback's work (hub.Closed, the
+// transport's Closer), now, or once after returns when it runs: so a
+// transport's Closer never runs beside its Process, as on a plain
+// connection.
+func (t *tlsSocket) holdClose(closed func()) {
+	t.cmu.Lock()
+	if t.inAfter {
+		t.closedFn = closed
+		t.cmu.Unlock()
+		return
+	}
+	t.cmu.Unlock()
+	closed()
 }
 
 // signal wakes the handshake goroutine, if it waits.
@@ -197,8 +221,12 @@ func (t *tlsSocket) feed(r netpoll.Reader) bool {
 // (after) first.
 func (t *tlsSocket) handshake() {
 	err := t.conn.HandshakeContext(context.Background())
+	t.cmu.Lock()
+	closed := t.closed.Load()
+	t.inAfter = err == nil && !closed
+	t.cmu.Unlock()
 	t.mu.Lock()
-	if err != nil || t.closed.Load() {
+	if err != nil || closed {
 		t.stats.failed.Add(1)
 		t.state.Store(tlsFailed)
 		t.in = nil
@@ -214,6 +242,14 @@ func (t *tlsSocket) handshake() {
 		t.after()
 	}
 	t.mu.Unlock()
+	t.cmu.Lock()
+	t.inAfter = false
+	closedFn := t.closedFn
+	t.closedFn = nil
+	t.cmu.Unlock()
+	if closedFn != nil {
+		closedFn()
+	}
 }
 
 // Read implements net.Conn for crypto/tls. In the handshake it blocks
