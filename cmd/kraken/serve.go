@@ -85,7 +85,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	defer func() { _ = cache.Close() }() // after the node's shutdown, before the backend's close
 	n, err := node.New(node.Config{
 		Limits: edge.Limits{MaxConnections: cfg.MaxConnections, MaxPerAddress: cfg.MaxConnectionsPerAddress,
-			MaxPending: cfg.MaxPendingConnections, MaxPendingPerAddress: cfg.MaxPendingPerAddress},
+			MaxPending: cfg.MaxPendingConnections, MaxPendingPerAddress: cfg.MaxPendingPerAddress,
+			AcceptRate: cfg.MaxAcceptRatePerAddress, AcceptBurst: cfg.MaxAcceptBurstPerAddress},
 		Session: session.Config{
 			Auth:            cache,
 			MaxMessageSize:  cfg.MaxMessageSize,
@@ -129,19 +130,22 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		mq, err = listener.New(n, listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
 			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes,
 			SessionExpiry: cfg.ResumeExpiry, SessionMaxBytes: cfg.ResumeMaxBytes, SessionMaxMessages: cfg.StoreMaxMessages,
-			MaxSessions: cfg.ResumeMaxSessions, Logger: log})
+			MaxSessions: cfg.ResumeMaxSessions, ProxyProtocol: cfg.ProxyProtocol.MQTT, Logger: log})
 		if err != nil {
 			return startFailed(log, err, exitFail)
 		}
 		carried = map[string]server.Carried{server.MQTTPath: mq.WebSocket()}
 	}
-	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins) // checked by config.Load
+	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins)        // checked by config.Load
+	trusted, _ := edge.ParseTrustedProxies(cfg.TrustedProxies) // likewise
 	srv, err := server.New(n, server.Config{
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
 		MaxFrameSize:   cfg.MaxFrameSize,
 		InternalSecret: cfg.InternalSecret,
 		Carried:        carried,
 		AllowedOrigins: origins,
+		ProxyProtocol:  cfg.ProxyProtocol.WS,
+		TrustedProxies: trusted,
 		Logger:         log,
 	})
 	if err != nil {

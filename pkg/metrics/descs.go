@@ -19,7 +19,7 @@ type Descs struct {
 	PublishRefused, SubscribeRefused, Subscriptions, Groups, Topics      *prometheus.Desc
 	ResumeParked, ResumeReplays, ResumeRedelivered                       *prometheus.Desc
 	MQTTSessionsKept, MQTTWills, MQTTTakeovers, MQTTSessionDropped       *prometheus.Desc
-	ConnectionsRefused                                                   *prometheus.Desc
+	ConnectionsRefused, ProxyHeaderErrors                                *prometheus.Desc
 
 	Inbox, InboxPubs, WorkerBusy, Busy, Unresponsive, Queued, QueuedMax   *prometheus.Desc
 	Retained, PresenceRooms, PresenceMembers, LobbyWatches, StoreMessages *prometheus.Desc
@@ -66,7 +66,8 @@ func NewDescs() Descs {
 		Subscriptions:    n("subscriptions", "Subscriptions, broadcast and load-balanced."),
 		Groups:           n("groups", "Load-balanced groups."),
 
-		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused at their accept, by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS).", "reason"),
+		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused, at their accept or once their client's address was known (PROXY protocol, a trusted proxy's forwarding header), by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS), rate (MAX_ACCEPT_RATE_PER_ADDRESS).", "reason"),
+		ProxyHeaderErrors:  n("proxy_header_errors_total", "Connections closed without an answer because their first bytes were not a valid PROXY protocol header (PROXY_PROTOCOL), by listener: ws, mqtt.", "listener"),
 		MQTTSessionsKept:   n("mqtt_sessions_kept", "MQTT persistent sessions (Clean Session 0) kept while their client is disconnected; they hold no socket."),
 		MQTTWills:          n("mqtt_wills_total", "MQTT will messages published (a connection ended without DISCONNECT); one the grants or limits refuse is not counted (it is logged as a refused publish)."),
 		MQTTTakeovers:      n("mqtt_takeovers_total", "MQTT connections closed by a new CONNECT with the same client identifier and actor."),
@@ -120,7 +121,7 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.PublishRefused, d.SubscribeRefused, d.Subscriptions, d.Groups, d.Topics,
 		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered,
 		d.MQTTSessionsKept, d.MQTTWills, d.MQTTTakeovers, d.MQTTSessionDropped,
-		d.ConnectionsRefused,
+		d.ConnectionsRefused, d.ProxyHeaderErrors,
 		d.Inbox, d.InboxPubs, d.WorkerBusy, d.Busy, d.Unresponsive, d.Queued, d.QueuedMax,
 		d.Retained, d.PresenceRooms, d.PresenceMembers, d.LobbyWatches, d.StoreMessages,
 		d.BrokerUp, d.BrokerDropped, d.BrokerMessages, d.BrokerDiscarded, d.BrokerReconnects,

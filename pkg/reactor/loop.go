@@ -79,6 +79,17 @@ type Config struct {
 	// for (session.Protocol.Hangup). It must not block. Hub.Hub.Closed
 	// follows from the close callback as usual.
 	OnHangup func(*hub.Conn)
+	// ProxyProtocol says every connection begins with a PROXY protocol
+	// header, version 1 or 2 (PROXY_PROTOCOL; the specification by
+	// HAProxy): the client's address is taken from it before anything is
+	// handed to Process (proxy.go), and a connection whose first bytes are
+	// not one is closed without an answer.
+	ProxyProtocol bool
+	// Readdress lets a transport set a connection's client address from
+	// what a trusted proxy forwards (Stream.Readdress; TRUSTED_PROXIES).
+	// With it or ProxyProtocol each connection's Socket is wrapped at its
+	// accept (one small allocation) so that its RemoteAddr can change.
+	Readdress bool
 	// Logger receives the loop's logs ("listening"); nil means none.
 	Logger *zap.Logger
 	// NetpollLogger receives netpoll's own log lines from Listen on, for
@@ -100,8 +111,12 @@ type Loop[C Conn] struct {
 	draining atomic.Bool
 	serving  atomic.Bool   // Serve was called
 	received atomic.Uint64 // bytes read and handed to Process
-	served   chan error
-	stopOnce sync.Once
+
+	proxyErrors     atomic.Uint64 // connections closed for a malformed PROXY protocol header
+	proxyLogAt      atomic.Int64  // when one was last logged, in Unix nanoseconds
+	proxyLogSkipped atomic.Uint64 // those not logged since
+	served          chan error
+	stopOnce        sync.Once
 }
 
 // New returns a Loop of h's connections; it does not listen yet. The error
@@ -201,6 +216,9 @@ func (l *Loop[C]) onPrepare(nc netpoll.Connection) context.Context {
 	if !ok || l.draining.Load() {
 		_ = nc.Close()
 		return nil // netpoll uses context.Background(): onRequest discards
+	}
+	if l.cfg.ProxyProtocol || l.cfg.Readdress {
+		sock = &addrSocket{Socket: sock, header: l.cfg.ProxyProtocol}
 	}
 	st := l.h.Open(sock)
 	c := st.Record()

@@ -94,7 +94,8 @@ func (s *Server) opened(st *connState) {
 
 // Collect reports the server's part of the kraken_* metrics
 // (metrics.Component): the handshakes by outcome, the handshakes the hub
-// timed out, and the bytes received.
+// timed out, the bytes received, and with PROXY protocol the malformed
+// headers.
 func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- prometheus.Metric) {
 	st := s.Stats()
 	for o := 1; o < NumHandshakes; o++ {
@@ -102,4 +103,7 @@ func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- promethe
 	}
 	metrics.Counter(ch, d.Handshakes, s.hub.Stats().Closed[disconnect.HandshakeTimeout], "timeout")
 	metrics.Counter(ch, d.ReceivedBytes, st.ReceivedBytes)
+	if s.cfg.ProxyProtocol {
+		metrics.Counter(ch, d.ProxyHeaderErrors, s.loop.ProxyHeaderErrors(), "ws")
+	}
 }

@@ -16,4 +16,7 @@ func (l *Listener) Collect(_ context.Context, d *metrics.Descs, ch chan<- promet
 	metrics.Counter(ch, d.MQTTWills, l.wills.Load())
 	metrics.Counter(ch, d.MQTTTakeovers, l.takeovers.Load())
 	metrics.Counter(ch, d.MQTTSessionDropped, l.sessionDrops.Load())
+	if l.cfg.ProxyProtocol {
+		metrics.Counter(ch, d.ProxyHeaderErrors, l.loop.ProxyHeaderErrors(), "mqtt")
+	}
 }
