@@ -241,11 +241,17 @@ func splitAddr(v string) (int, string) {
 
 // originsSetting is ALLOWED_ORIGINS, checked with edge.ParseOrigins.
 func originsSetting() setting {
-	s := stringSetting("ALLOWED_ORIGINS", "", "browser origins allowed to upgrade, comma-separated (https://app.example.com, https://*.example.com); empty allows every origin",
-		func(c *Config) *string { return &c.AllowedOrigins }, false)
+	return parsedSetting("ALLOWED_ORIGINS", "browser origins allowed to upgrade, comma-separated (https://app.example.com, https://*.example.com); empty allows every origin",
+		func(c *Config) *string { return &c.AllowedOrigins }, func(v string) error { _, err := edge.ParseOrigins(v); return err })
+}
+
+// parsedSetting is a stringSetting without default whose value check
+// accepts (an edge list parsed again where it is used).
+func parsedSetting(env, help string, field func(*Config) *string, check func(string) error) setting {
+	s := stringSetting(env, "", help, field, false)
 	s.check = func(c *Config) error {
-		if _, err := edge.ParseOrigins(c.AllowedOrigins); err != nil {
-			return &fieldError{msg: fmt.Sprintf("ALLOWED_ORIGINS=%s: %v", c.AllowedOrigins, err)}
+		if err := check(*field(c)); err != nil {
+			return &fieldError{msg: fmt.Sprintf("%s=%s: %v", env, *field(c), err)}
 		}
 		return nil
 	}
@@ -309,13 +315,6 @@ func proxyProtocolSetting() setting {
 // trustedProxiesSetting is TRUSTED_PROXIES, checked with
 // edge.ParseTrustedProxies.
 func trustedProxiesSetting() setting {
-	s := stringSetting("TRUSTED_PROXIES", "", "proxies whose Forwarded / X-Forwarded-For headers give the client's address on the WebSocket port, comma-separated CIDR networks or addresses (10.0.0.0/8, 192.0.2.7); empty trusts none",
-		func(c *Config) *string { return &c.TrustedProxies }, false)
-	s.check = func(c *Config) error {
-		if _, err := edge.ParseTrustedProxies(c.TrustedProxies); err != nil {
-			return &fieldError{msg: fmt.Sprintf("TRUSTED_PROXIES=%s: %v", c.TrustedProxies, err)}
-		}
-		return nil
-	}
-	return s
+	return parsedSetting("TRUSTED_PROXIES", "proxies whose Forwarded / X-Forwarded-For headers give the client's address on the WebSocket port, comma-separated CIDR networks or addresses (10.0.0.0/8, 192.0.2.7); empty trusts none",
+		func(c *Config) *string { return &c.TrustedProxies }, func(v string) error { _, err := edge.ParseTrustedProxies(v); return err })
 }

@@ -20,31 +20,28 @@ type TrustedProxies []netip.Prefix
 // neither. IPv4-mapped IPv6 networks are kept as IPv4 ones, since client
 // addresses are compared unmapped (AddrOf).
 func ParseTrustedProxies(list string) (TrustedProxies, error) {
-	var out TrustedProxies
-	for _, raw := range strings.Split(list, ",") {
-		raw = strings.TrimSpace(raw)
-		if raw == "" {
-			continue
+	return parseList(list, "trusted proxy", parseTrustedProxy)
+}
+
+// parseTrustedProxy parses one entry of ParseTrustedProxies.
+func parseTrustedProxy(raw string) (netip.Prefix, error) {
+	var p netip.Prefix
+	if strings.Contains(raw, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(raw); err != nil {
+			return p, fmt.Errorf("not a CIDR network: %w", err)
 		}
-		var p netip.Prefix
-		if strings.Contains(raw, "/") {
-			var err error
-			if p, err = netip.ParsePrefix(raw); err != nil {
-				return nil, fmt.Errorf("edge: trusted proxy %q: not a CIDR network: %w", raw, err)
-			}
-		} else {
-			a, err := netip.ParseAddr(raw)
-			if err != nil || a.Zone() != "" {
-				return nil, fmt.Errorf("edge: trusted proxy %q: not an address (without zone) or a CIDR network", raw)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
+	} else {
+		a, err := netip.ParseAddr(raw)
+		if err != nil || a.Zone() != "" {
+			return p, fmt.Errorf("not an address (without zone) or a CIDR network")
 		}
-		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-		}
-		out = append(out, p.Masked())
+		p = netip.PrefixFrom(a, a.BitLen())
 	}
-	return out, nil
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
 }
 
 // Trusts reports whether a, a client address (AddrOf), is in one of the

@@ -163,19 +163,39 @@ func (l *Limiter) admit(addr netip.Addr, perAddress bool) Refusal {
 	case l.lim.MaxPending > 0 && l.pending >= l.lim.MaxPending:
 		r = TooManyPending
 	}
+	a := l.entry(addr, now)
+	if r == Admitted && perAddress {
+		r = l.checkAddress(a, now)
+	}
+	l.add(a, true)
+	l.mu.Unlock()
+	return l.note(r)
+}
+
+// entry returns addr's counts, made with a full bucket if it has none.
+// Called with l.mu held.
+func (l *Limiter) entry(addr netip.Addr, now int64) *addrCount {
 	a := l.addrs[addr]
 	if a == nil {
 		a = &addrCount{tokens: float64(l.lim.AcceptBurst), at: now}
 		l.addrs[addr] = a
 	}
-	if r == Admitted && perAddress {
-		r = l.checkAddress(a, now)
-	}
+	return a
+}
+
+// add counts one more connection from a, pending or not. Called with l.mu
+// held.
+func (l *Limiter) add(a *addrCount, pending bool) {
 	l.total++
-	l.pending++
 	a.open++
-	a.pending++
-	l.mu.Unlock()
+	if pending {
+		l.pending++
+		a.pending++
+	}
+}
+
+// note counts r when it is a refusal, and returns it.
+func (l *Limiter) note(r Refusal) Refusal {
 	if r != Admitted {
 		l.refused[r].Add(1)
 	}
@@ -228,23 +248,11 @@ func (l *Limiter) Readdress(from, to netip.Addr, pending bool) Refusal {
 	l.mu.Lock()
 	now := l.now().UnixNano()
 	l.release(from, pending, now)
-	a := l.addrs[to]
-	if a == nil {
-		a = &addrCount{tokens: float64(l.lim.AcceptBurst), at: now}
-		l.addrs[to] = a
-	}
+	a := l.entry(to, now)
 	r := l.checkAddress(a, now)
-	l.total++
-	a.open++
-	if pending {
-		l.pending++
-		a.pending++
-	}
+	l.add(a, pending)
 	l.mu.Unlock()
-	if r != Admitted {
-		l.refused[r].Add(1)
-	}
-	return r
+	return l.note(r)
 }
 
 // Authenticated moves a connection from addr, admitted and pending, out of
