@@ -110,7 +110,7 @@ var settings = []setting{
 		func(c *Config) *int { return &c.MaxPendingPerAddress }, 0, maxCount),
 	intSetting("MAX_ACCEPT_RATE_PER_ADDRESS", "0", "new connections per second from one client address; more are refused (429, CONNACK 3); 0 = no bound",
 		func(c *Config) *int { return &c.MaxAcceptRatePerAddress }, 0, maxCount),
-	intSetting("MAX_ACCEPT_BURST_PER_ADDRESS", "0", "new connections from one client address at once, above MAX_ACCEPT_RATE_PER_ADDRESS; 0 = the rate (one second's worth)",
+	intSetting("MAX_ACCEPT_BURST_PER_ADDRESS", "0", "new connections from one client address at once (the bucket MAX_ACCEPT_RATE_PER_ADDRESS refills); 0 = the rate (one second's worth)",
 		func(c *Config) *int { return &c.MaxAcceptBurstPerAddress }, 0, maxCount),
 	proxyProtocolSetting(),
 	trustedProxiesSetting(),
