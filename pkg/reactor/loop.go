@@ -111,12 +111,12 @@ type Loop[C Conn] struct {
 	draining atomic.Bool
 	serving  atomic.Bool   // Serve was called
 	received atomic.Uint64 // bytes read and handed to Process
+	served   chan error
+	stopOnce sync.Once
 
-	proxyErrors     atomic.Uint64 // connections closed for a malformed PROXY protocol header
+	proxyErrors     atomic.Uint64 // connections closed for a malformed PROXY protocol header (proxy.go)
 	proxyLogAt      atomic.Int64  // when one was last logged, in Unix nanoseconds
 	proxyLogSkipped atomic.Uint64 // those not logged since
-	served          chan error
-	stopOnce        sync.Once
 }
 
 // New returns a Loop of h's connections; it does not listen yet. The error
