@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/NoLagApp/kraken/pkg/config"
 )
 
 // Defaults of `kraken health`.
@@ -31,7 +34,10 @@ const (
 // exit status 0 when the answer is 200 with the JSON body {"status":"ok"}.
 // Anything else, including bad arguments, prints one line "kraken health:
 // <reason>" on stderr and exits 1: Docker reads 1 as unhealthy and reserves
-// 2. -h prints the usage and exits 0.
+// 2. -h prints the usage and exits 0. When PROXY_PROTOCOL (the environment)
+// names ws, the WebSocket port expects a PROXY protocol header first: the
+// probe sends "PROXY UNKNOWN" (the header of a connection that is not a
+// client's, which keeps the socket's address).
 func runHealth(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kraken health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -59,7 +65,12 @@ func runHealth(args []string, lookup func(string) (string, bool), stdout, stderr
 	if err != nil {
 		return cliFail(stderr, "health", err)
 	}
-	if err := checkHealth(target, *timeout); err != nil {
+	pp, _ := lookup("PROXY_PROTOCOL")
+	listeners, err := config.ParseListeners(pp)
+	if err != nil {
+		return cliFail(stderr, "health", fmt.Errorf("PROXY_PROTOCOL: %w", err))
+	}
+	if err := checkHealth(target, *timeout, listeners.WS); err != nil {
 		return cliFail(stderr, "health", err)
 	}
 	fmt.Fprintln(stdout, "ok")
@@ -93,9 +104,25 @@ func healthURL(rawURL, port string, extra []string, timeout time.Duration) (stri
 // checkHealth sends GET target and returns nil when the answer, read within
 // timeout, is 200 with a JSON object whose "status" is "ok", else an error
 // naming the URL and what was wrong. Proxies from the environment and
-// redirects are not followed: the probe is of this URL itself.
-func checkHealth(target string, timeout time.Duration) error {
+// redirects are not followed: the probe is of this URL itself. With
+// proxyHeader the connection begins with a PROXY protocol v1 "PROXY
+// UNKNOWN" line (the specification by HAProxy, §2.1).
+func checkHealth(target string, timeout time.Duration, proxyHeader bool) error {
 	tr := &http.Transport{DisableKeepAlives: true} // Proxy nil: no proxy
+	if proxyHeader {
+		d := &net.Dialer{Timeout: timeout}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := io.WriteString(c, "PROXY UNKNOWN\r\n"); err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+	}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{
 		Transport: tr,

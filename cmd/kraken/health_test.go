@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -167,5 +169,49 @@ func lookupIn(env []string) func(string) (string, bool) {
 			}
 		}
 		return "", false
+	}
+}
+
+// With PROXY_PROTOCOL naming ws, the probe's connection begins with a
+// "PROXY UNKNOWN" line; without it, with the request.
+func TestHealthSendsAProxyHeaderWhenTheWebSocketPortExpectsOne(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	firstLines := make(chan string, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(c)
+			line, _ := br.ReadString('\n')
+			firstLines <- line
+			if strings.HasPrefix(line, "PROXY ") {
+				line, _ = br.ReadString('\n')
+			}
+			for line != "\r\n" && line != "" {
+				line, _ = br.ReadString('\n')
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}")
+			_ = c.Close()
+		}
+	}()
+	target := "http://" + ln.Addr().String() + "/health"
+	for _, withHeader := range []bool{true, false} {
+		if err := checkHealth(target, 2*time.Second, withHeader); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-firstLines; (got == "PROXY UNKNOWN\r\n") != withHeader {
+			t.Fatalf("PROXY header %v: the connection began with %q", withHeader, got)
+		}
+	}
+	var stderr strings.Builder
+	lookup := func(k string) (string, bool) { return map[string]string{"PROXY_PROTOCOL": "ws,bogus"}[k], true }
+	if code := runHealth([]string{"--url", target}, lookup, io.Discard, &stderr); code != exitFail || !strings.Contains(stderr.String(), "bogus") {
+		t.Fatalf("an invalid PROXY_PROTOCOL: exit %d, %q", code, stderr.String())
 	}
 }

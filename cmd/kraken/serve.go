@@ -89,7 +89,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	defer func() { _ = cache.Close() }() // after the node's shutdown, before the backend's close
 	n, err := node.New(node.Config{
 		Limits: edge.Limits{MaxConnections: cfg.MaxConnections, MaxPerAddress: cfg.MaxConnectionsPerAddress,
-			MaxPending: cfg.MaxPendingConnections, MaxPendingPerAddress: cfg.MaxPendingPerAddress},
+			MaxPending: cfg.MaxPendingConnections, MaxPendingPerAddress: cfg.MaxPendingPerAddress,
+			AcceptRate: cfg.MaxAcceptRatePerAddress, AcceptBurst: cfg.MaxAcceptBurstPerAddress},
 		Session: session.Config{
 			Auth:            cache,
 			MaxMessageSize:  cfg.MaxMessageSize,
@@ -133,9 +134,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		lc := listener.Config{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)),
 			MaxInflight: cfg.MQTTMaxInflight, MaxQueuedBytes: cfg.MQTTMaxQueuedBytes,
 			SessionExpiry: cfg.ResumeExpiry, SessionMaxBytes: cfg.ResumeMaxBytes, SessionMaxMessages: cfg.StoreMaxMessages,
-			MaxSessions: cfg.ResumeMaxSessions, Logger: log}
+			MaxSessions: cfg.ResumeMaxSessions, ProxyProtocol: cfg.ProxyProtocol.MQTT, Logger: log}
 		if cfg.MQTTSPort != config.PortOff {
 			lc.TLSAddr, lc.TLS = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTSPort)), tc.store.Config(true)
+			lc.ProxyProtocolTLS = cfg.ProxyProtocol.MQTTS
 		}
 		mq, err = listener.New(n, lc)
 		if err != nil {
@@ -143,17 +145,21 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		}
 		carried = map[string]server.Carried{server.MQTTPath: mq.WebSocket()}
 	}
-	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins) // checked by config.Load
+	origins, _ := edge.ParseOrigins(cfg.AllowedOrigins)        // checked by config.Load
+	trusted, _ := edge.ParseTrustedProxies(cfg.TrustedProxies) // likewise
 	sc := server.Config{
 		Addr:           net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSPort)),
 		MaxFrameSize:   cfg.MaxFrameSize,
 		InternalSecret: cfg.InternalSecret,
 		Carried:        carried,
 		AllowedOrigins: origins,
+		ProxyProtocol:  cfg.ProxyProtocol.WS,
+		TrustedProxies: trusted,
 		Logger:         log,
 	}
 	if cfg.WSSPort != config.PortOff {
 		sc.TLSAddr, sc.TLS = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.WSSPort)), tc.store.Config(false, "http/1.1")
+		sc.ProxyProtocolTLS = cfg.ProxyProtocol.WSS
 	}
 	srv, err := server.New(n, sc)
 	if err != nil {

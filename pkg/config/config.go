@@ -98,6 +98,21 @@ type Config struct {
 	// MAX_PENDING_CONNECTIONS, MAX_PENDING_PER_ADDRESS; 0, no bound, by
 	// default; docs/SECURITY.md).
 	MaxConnections, MaxConnectionsPerAddress, MaxPendingConnections, MaxPendingPerAddress int
+	// MaxAcceptRatePerAddress is the new connections per second one client
+	// address may open (MAX_ACCEPT_RATE_PER_ADDRESS, 0: no bound), with
+	// MaxAcceptBurstPerAddress at once (MAX_ACCEPT_BURST_PER_ADDRESS, 0:
+	// the rate); edge.Limits.AcceptRate and AcceptBurst.
+	MaxAcceptRatePerAddress, MaxAcceptBurstPerAddress int
+	// ProxyProtocol is the listeners whose connections begin with a PROXY
+	// protocol header, version 1 or 2 (PROXY_PROTOCOL, "": none;
+	// docs/SECURITY.md): the client's address is read from it. Set only
+	// for a listener that a proxy alone reaches and that always sends one.
+	ProxyProtocol Listeners
+	// TrustedProxies is the proxies whose Forwarded and X-Forwarded-For
+	// headers are believed on the WebSocket port (TRUSTED_PROXIES, "":
+	// none; docs/SECURITY.md): a comma-separated list of CIDR networks or
+	// addresses, edge.ParseTrustedProxies.
+	TrustedProxies string
 	// InternalSecret is the bearer secret of POST /internal/publish
 	// (INTERNAL_SECRET, ""; wire-reference.md §5.4). While it is "" or
 	// "change_me" the endpoint answers 404 (OQ-26).

@@ -68,6 +68,12 @@ func TestEveryVariableParses(t *testing.T) {
 		{"MAX_PENDING_CONNECTIONS", "50", func(c Config) bool { return c.MaxPendingConnections == 50 }},
 		{"MAX_PENDING_PER_ADDRESS", "5", func(c Config) bool { return c.MaxPendingPerAddress == 5 }},
 		{"ALLOWED_ORIGINS", "https://a.example.com", func(c Config) bool { return c.AllowedOrigins == "https://a.example.com" }},
+		{"MAX_ACCEPT_RATE_PER_ADDRESS", "5", func(c Config) bool { return c.MaxAcceptRatePerAddress == 5 }},
+		{"MAX_ACCEPT_BURST_PER_ADDRESS", "20", func(c Config) bool { return c.MaxAcceptBurstPerAddress == 20 }},
+		{"PROXY_PROTOCOL", " WS, mqtts ", func(c Config) bool {
+			return c.ProxyProtocol == Listeners{WS: true, MQTTS: true} && c.ProxyProtocol.String() == "ws,mqtts"
+		}},
+		{"TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7", func(c Config) bool { return c.TrustedProxies == "10.0.0.0/8, 192.0.2.7" }},
 		{"MQTT_MAX_QUEUED_BYTES", "65536", func(c Config) bool { return c.MQTTMaxQueuedBytes == 65536 }},
 		{"MQTT_ENABLED", "true", func(c Config) bool { return c.MQTTEnabled }},
 		{"ADMIN_ADDR", "0.0.0.0:9469", func(c Config) bool { return c.AdminAddr == "0.0.0.0:9469" }},

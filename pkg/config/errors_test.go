@@ -23,6 +23,7 @@ func TestManyBadValuesReportedAtOnce(t *testing.T) {
 		"WORKERS", "-1",
 		"LOG_LEVEL", "loud",
 		"STORE_TTL_SECONDS", "99999999999999999999",
+		"PROXY_PROTOCOL", "ws,http",
 	)
 	args := []string{"--max-subscriptions=x", "--log-format=xml", "--auth-timeout-seconds=0"}
 	_, err := Load(args, lookup, nil)
@@ -43,6 +44,7 @@ func TestManyBadValuesReportedAtOnce(t *testing.T) {
 		`config: WORKERS=-1: must not be negative`,
 		`config: LOG_LEVEL="loud": unknown value (want debug, info, warn, error, warning)`,
 		`config: STORE_TTL_SECONDS="99999999999999999999": out of range`,
+		`config: PROXY_PROTOCOL="ws,http": unknown listener "http" (want a comma-separated list of ws, wss, mqtt, mqtts)`,
 		`config: --max-subscriptions="x": not an integer`,
 		`config: LOG_FORMAT="xml": unknown value (want json, console)`,
 		`config: AUTH_TIMEOUT_SECONDS=0: must be at least 1`,
@@ -117,6 +119,8 @@ func TestValidate(t *testing.T) {
 			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, ets)`}},
 		{name: "an origin with a path", modify: func(c *Config) { c.AllowedOrigins = "https://a.example.com, https://b.example.com/app" },
 			want: []string{`config: ALLOWED_ORIGINS=https://a.example.com, https://b.example.com/app: edge: origin "https://b.example.com/app": an origin has no user, path, query or fragment`}},
+		{name: "a trusted proxy that is not a network", modify: func(c *Config) { c.TrustedProxies = "10.0.0.0/8, 10.0.0.0/33" },
+			want: []string{`config: TRUSTED_PROXIES=10.0.0.0/8, 10.0.0.0/33: edge: trusted proxy "10.0.0.0/33": not a CIDR network: netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`}},
 		{name: "several", modify: func(c *Config) { c.WSPort = -1; c.MaxSubscriptions = 0; c.BrokerBackend = "mqtt" },
 			want: []string{"config: WS_PORT=-1: must not be negative", "config: BROKER_BACKEND=mqtt is not available in this build",
 				"config: MAX_SUBSCRIPTIONS=0: must be at least 1"}},
@@ -176,6 +180,7 @@ var optionalString = map[string]bool{
 	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
 	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true, "ALLOWED_ORIGINS": true,
 	"WSS_PORT": true, "MQTTS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_FILE": true, "TLS_CLIENT_CA_FILE": true,
+	"PROXY_PROTOCOL": true, "TRUSTED_PROXIES": true,
 }
 
 func TestVars(t *testing.T) {

@@ -241,11 +241,17 @@ func splitAddr(v string) (int, string) {
 
 // originsSetting is ALLOWED_ORIGINS, checked with edge.ParseOrigins.
 func originsSetting() setting {
-	s := stringSetting("ALLOWED_ORIGINS", "", "browser origins allowed to upgrade, comma-separated (https://app.example.com, https://*.example.com); empty allows every origin",
-		func(c *Config) *string { return &c.AllowedOrigins }, false)
+	return parsedSetting("ALLOWED_ORIGINS", "browser origins allowed to upgrade, comma-separated (https://app.example.com, https://*.example.com); empty allows every origin",
+		func(c *Config) *string { return &c.AllowedOrigins }, func(v string) error { _, err := edge.ParseOrigins(v); return err })
+}
+
+// parsedSetting is a stringSetting without default whose value check
+// accepts (an edge list parsed again where it is used).
+func parsedSetting(env, help string, field func(*Config) *string, check func(string) error) setting {
+	s := stringSetting(env, "", help, field, false)
 	s.check = func(c *Config) error {
-		if _, err := edge.ParseOrigins(c.AllowedOrigins); err != nil {
-			return &fieldError{msg: fmt.Sprintf("ALLOWED_ORIGINS=%s: %v", c.AllowedOrigins, err)}
+		if err := check(*field(c)); err != nil {
+			return &fieldError{msg: fmt.Sprintf("%s=%s: %v", env, *field(c), err)}
 		}
 		return nil
 	}
@@ -282,4 +288,65 @@ func optionalPortSetting(env, help string, field func(*Config) *int) setting {
 		return strconv.Itoa(*field(c))
 	}
 	return s
+}
+
+// Listeners is a set of kraken's listeners by name, as PROXY_PROTOCOL
+// lists them: ws (the WebSocket port), wss (its TLS port), mqtt (the MQTT
+// port), mqtts (its TLS port).
+type Listeners struct{ WS, WSS, MQTT, MQTTS bool }
+
+// listenerNames are the names of Listeners, in the order they are written.
+var listenerNames = []string{"ws", "wss", "mqtt", "mqtts"}
+
+// fields returns pointers to the members of l, in listenerNames' order.
+func (l *Listeners) fields() []*bool { return []*bool{&l.WS, &l.WSS, &l.MQTT, &l.MQTTS} }
+
+// String lists the listeners in l, comma-separated ("ws,mqtt"), "" for none.
+func (l Listeners) String() string {
+	var out []string
+	for i, on := range l.fields() {
+		if *on {
+			out = append(out, listenerNames[i])
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// ParseListeners parses a comma-separated list of listener names (ws, wss,
+// mqtt, mqtts; any case, spaces ignored; "" for none). The error names the
+// first unknown one.
+func ParseListeners(v string) (Listeners, error) {
+	var l Listeners
+	fields := l.fields()
+	for _, name := range strings.Split(v, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		i := slices.Index(listenerNames, name)
+		if i < 0 {
+			return Listeners{}, fmt.Errorf("unknown listener %q (want a comma-separated list of %s)", name, strings.Join(listenerNames, ", "))
+		}
+		*fields[i] = true
+	}
+	return l, nil
+}
+
+// proxyProtocolSetting is PROXY_PROTOCOL, a list of listeners.
+func proxyProtocolSetting() setting {
+	s := newSetting("PROXY_PROTOCOL", "", "listeners whose connections begin with a PROXY protocol v1 or v2 header giving the client's address, comma-separated among ws, wss, mqtt, mqtts; only behind a proxy that always sends one; empty = none")
+	s.set = func(c *Config, v string) error {
+		l, err := ParseListeners(v)
+		c.ProxyProtocol = l
+		return err
+	}
+	s.get = func(c *Config) string { return c.ProxyProtocol.String() }
+	return s
+}
+
+// trustedProxiesSetting is TRUSTED_PROXIES, checked with
+// edge.ParseTrustedProxies.
+func trustedProxiesSetting() setting {
+	return parsedSetting("TRUSTED_PROXIES", "proxies whose Forwarded / X-Forwarded-For headers give the client's address on the WebSocket port, comma-separated CIDR networks or addresses (10.0.0.0/8, 192.0.2.7); empty trusts none",
+		func(c *Config) *string { return &c.TrustedProxies }, func(v string) error { _, err := edge.ParseTrustedProxies(v); return err })
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -91,5 +92,119 @@ func TestAddrOf(t *testing.T) {
 	}
 	if got := AddrOf(&net.UnixAddr{Name: "x"}); got.IsValid() {
 		t.Fatalf("unix: %v", got)
+	}
+}
+
+// The accept rate: a burst is admitted, the next is refused (rate, 429)
+// while another address is admitted, a token comes back after 1/rate
+// seconds; an address with no connection is forgotten once its bucket is
+// full again, and not before.
+func TestLimiterAcceptRate(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewLimiter(Limits{AcceptRate: 2, AcceptBurst: 3})
+	l.now = func() time.Time { return now }
+	for i := range 3 {
+		if r := l.Admit(addrA); r != Admitted {
+			t.Fatalf("connection %d of the burst: %v", i, r)
+		}
+	}
+	if r := l.Admit(addrA); r != TooFastFromAddress {
+		t.Fatalf("past the burst: %v", r)
+	}
+	if r := l.Admit(addrB); r != Admitted {
+		t.Fatalf("another address: %v", r)
+	}
+	now = now.Add(499 * time.Millisecond)
+	if r := l.Admit(addrA); r != TooFastFromAddress {
+		t.Fatalf("before a token came back: %v", r)
+	}
+	now = now.Add(2 * time.Millisecond)
+	if r := l.Admit(addrA); r != Admitted {
+		t.Fatalf("after 1/rate seconds: %v", r)
+	}
+	for range 6 {
+		l.Closed(addrA, true)
+	}
+	l.Closed(addrB, true)
+	if got := l.tracked(); got != 1 {
+		t.Fatalf("right after the closes %d addresses kept, want A's alone (B's bucket is full)", got)
+	}
+	now = now.Add(1400 * time.Millisecond) // not 3/2 s after A's last close
+	l.Closed(netip.Addr{}, false)          // any call sweeps
+	if got := l.tracked(); got != 1 {
+		t.Fatalf("%d addresses kept before A's bucket refilled", got)
+	}
+	now = now.Add(200 * time.Millisecond)
+	if r := l.Admit(addrB); r != Admitted { // sweeps A, keeps B
+		t.Fatal(r)
+	}
+	if got := l.tracked(); got != 1 {
+		t.Fatalf("%d addresses kept after A's bucket refilled, want B alone", got)
+	}
+	if got := l.Refused(); got[TooFastFromAddress] != 2 {
+		t.Fatalf("refused %v", got)
+	}
+	if !TooFastFromAddress.PerAddress() || TooFastFromAddress.String() != "rate" ||
+		TooFastFromAddress.Text() != "too many new connections from your address (MAX_ACCEPT_RATE_PER_ADDRESS)" {
+		t.Fatal("rate refusal")
+	}
+}
+
+// Many addresses connecting once each: the map holds no more than those
+// within the last burst/rate seconds.
+func TestLimiterForgetsIdleAddresses(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewLimiter(Limits{AcceptRate: 1, AcceptBurst: 1})
+	l.now = func() time.Time { return now }
+	for i := range 10000 {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		l.Admit(a)
+		l.Closed(a, true)
+		now = now.Add(time.Millisecond)
+	}
+	if got := l.tracked(); got > 1001 {
+		t.Fatalf("%d addresses kept", got)
+	}
+	if len(l.idle)-l.idleHead > 1001 {
+		t.Fatalf("%d queued", len(l.idle)-l.idleHead)
+	}
+}
+
+// Behind a PROXY protocol listener: the node bounds at accept, the address
+// bounds on the real address once known; the count moves from the proxy's
+// address to the client's, so two clients behind one proxy each get their
+// own bound.
+func TestLimiterReaddress(t *testing.T) {
+	proxy := netip.MustParseAddr("10.0.0.1")
+	l := NewLimiter(Limits{MaxConnections: 10, MaxPerAddress: 1})
+	for range 2 {
+		if r := l.AdmitDeferred(proxy); r != Admitted {
+			t.Fatalf("deferred admit checks the proxy's address: %v", r)
+		}
+	}
+	if r := l.Readdress(proxy, addrA, true); r != Admitted {
+		t.Fatal(r)
+	}
+	if r := l.Readdress(proxy, addrB, true); r != Admitted {
+		t.Fatalf("a second client behind the proxy: %v", r)
+	}
+	l.AdmitDeferred(proxy)
+	if r := l.Readdress(proxy, addrA, true); r != TooManyFromAddress {
+		t.Fatalf("a second connection from A: %v", r)
+	}
+	l.AdmitDeferred(proxy)
+	if r := l.Readdress(proxy, proxy, true); r != Admitted { // a LOCAL header keeps the proxy's address
+		t.Fatal(r)
+	}
+	if l.addrs[proxy].open != 1 || l.addrs[addrA].open != 2 || l.addrs[addrB].open != 1 {
+		t.Fatal("counts not moved")
+	}
+	l.Authenticated(addrB)
+	l.Closed(addrA, true)
+	l.Closed(addrA, true)
+	l.Closed(addrB, false)
+	l.Closed(proxy, true)
+	if total, pending := l.counts(); total != 0 || pending != 0 || l.tracked() != 0 {
+		t.Fatalf("after the closes: total %d pending %d, %d addresses", total, pending, l.tracked())
 	}
 }

@@ -1,6 +1,7 @@
 // Package edge holds the policies kraken applies at its edge, before a
 // connection reaches the session protocol: which browser origins may
-// upgrade (Origins).
+// upgrade (Origins), the connection limits (Limiter), and the client's
+// address behind a proxy (ParseProxyHeader, TrustedProxies).
 package edge
 
 import (
@@ -30,15 +31,22 @@ type originPattern struct {
 // origin allowed). The error names the first entry that is not a scheme
 // and host with an optional port (no path, query, user or fragment).
 func ParseOrigins(list string) (Origins, error) {
-	var out Origins
+	return parseList(list, "origin", parseOrigin)
+}
+
+// parseList parses the comma-separated entries of list with parse, spaces
+// around them ignored and empty ones skipped; nil for none. The error names
+// the first entry parse refuses, as an entry of kind what.
+func parseList[T any](list, what string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
 	for _, raw := range strings.Split(list, ",") {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
 			continue
 		}
-		p, err := parseOrigin(raw)
+		p, err := parse(raw)
 		if err != nil {
-			return nil, fmt.Errorf("edge: origin %q: %w", raw, err)
+			return nil, fmt.Errorf("edge: %s %q: %w", what, raw, err)
 		}
 		out = append(out, p)
 	}

@@ -19,7 +19,7 @@ type Descs struct {
 	PublishRefused, SubscribeRefused, Subscriptions, Groups, Topics      *prometheus.Desc
 	ResumeParked, ResumeReplays, ResumeRedelivered                       *prometheus.Desc
 	MQTTSessionsKept, MQTTWills, MQTTTakeovers, MQTTSessionDropped       *prometheus.Desc
-	ConnectionsRefused                                                   *prometheus.Desc
+	ConnectionsRefused, ProxyHeaderErrors                                *prometheus.Desc
 	TLSHandshakes, TLSReloads, TLSExpiry                                 *prometheus.Desc
 
 	Inbox, InboxPubs, WorkerBusy, Busy, Unresponsive, Queued, QueuedMax   *prometheus.Desc
@@ -67,7 +67,8 @@ func NewDescs() Descs {
 		Subscriptions:    n("subscriptions", "Subscriptions, broadcast and load-balanced."),
 		Groups:           n("groups", "Load-balanced groups."),
 
-		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused at their accept, by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS).", "reason"),
+		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused, at their accept or once their client's address was known (PROXY protocol, a trusted proxy's forwarding header), by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS), rate (MAX_ACCEPT_RATE_PER_ADDRESS).", "reason"),
+		ProxyHeaderErrors:  n("proxy_header_errors_total", "Connections closed without an answer because their first bytes were not a valid PROXY protocol header (PROXY_PROTOCOL), by listener: ws, mqtt.", "listener"),
 		TLSHandshakes:      n("tls_handshakes_total", "TLS handshakes on the TLS listeners, by listener (wss, mqtts) and result: ok, or failed (not TLS, a bad or stalled handshake, a client certificate refused).", "listener", "result"),
 		TLSReloads:         n("tls_certificate_reloads_total", "Reloads of the TLS certificate files (SIGHUP, or the files changed), by result: ok, or error (the certificate in force stays; the admin /ready says why).", "result"),
 		TLSExpiry:          n("tls_certificate_expiry_timestamp_seconds", "When the TLS certificate in force expires, in Unix seconds."),
@@ -124,7 +125,7 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.PublishRefused, d.SubscribeRefused, d.Subscriptions, d.Groups, d.Topics,
 		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered,
 		d.MQTTSessionsKept, d.MQTTWills, d.MQTTTakeovers, d.MQTTSessionDropped,
-		d.ConnectionsRefused, d.TLSHandshakes, d.TLSReloads, d.TLSExpiry,
+		d.ConnectionsRefused, d.ProxyHeaderErrors, d.TLSHandshakes, d.TLSReloads, d.TLSExpiry,
 		d.Inbox, d.InboxPubs, d.WorkerBusy, d.Busy, d.Unresponsive, d.Queued, d.QueuedMax,
 		d.Retained, d.PresenceRooms, d.PresenceMembers, d.LobbyWatches, d.StoreMessages,
 		d.BrokerUp, d.BrokerDropped, d.BrokerMessages, d.BrokerDiscarded, d.BrokerReconnects,

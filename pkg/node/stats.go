@@ -1,6 +1,7 @@
 package node
 
 import (
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -148,12 +149,32 @@ func (n *Node) closed(c *hub.Conn) {
 // edge limits (Config.Limits) and reports whether one was already reached:
 // the transport then answers the refusal its way (an HTTP 503 or 429 with
 // Refusal.Text, CONNACK 3) and closes c, which counts until it ends.
-// Call it from the transport's Handler.Open.
-func (n *Node) Admit(c *hub.Conn) edge.Refusal {
+// addressPending says c's client address is not known yet (a PROXY
+// protocol header is awaited, reactor.Stream.AddressPending): only the
+// node's bounds are checked then, the address's at Readdress. Call it from
+// the transport's Handler.Open.
+func (n *Node) Admit(c *hub.Conn, addressPending bool) edge.Refusal {
 	if n.limits == nil { // no bound: not even the address is looked at
 		return edge.Admitted
 	}
+	if addressPending {
+		return n.limits.AdmitDeferred(edge.AddrOf(c.RemoteAddr()))
+	}
 	return n.limits.Admit(edge.AddrOf(c.RemoteAddr()))
+}
+
+// Readdress moves c, admitted under the address from, to its client
+// address now known (c.RemoteAddr: from a PROXY protocol header, or a
+// trusted proxy's forwarding header) in the edge limits, and checks that
+// address's bounds (the accept rate, its connections and pending ones;
+// edge.Limiter.Readdress). Refused, the transport answers as for Admit.
+// Call it on c's reader, after the address changed and before the
+// transport handles c's input.
+func (n *Node) Readdress(c *hub.Conn, from net.Addr) edge.Refusal {
+	if n.limits == nil {
+		return edge.Admitted
+	}
+	return n.limits.Readdress(edge.AddrOf(from), edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
 }
 
 // Refused returns the connections the edge limits refused, by

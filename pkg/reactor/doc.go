@@ -32,6 +32,12 @@
 //
 //   - discard: a connection closing (Stream.CloseNow, or hub.Conn.Closing
 //     for a close a worker decided) has its input dropped unread;
+//   - PROXY protocol (Config.ProxyProtocol, proxy.go): until the
+//     connection's header is complete it is taken (kept in the partial
+//     buffer while incomplete) and nothing reaches Process; then the
+//     socket's RemoteAddr becomes the client's and the Handler is told
+//     (Readdresser); bytes that are not a header close the connection
+//     without an answer;
 //   - bound: more than Config.MaxInputBacklog unprocessed bytes (netpoll's
 //     and the partial frame) close it with 1008 input_overflow, through
 //     the transport's Conn.Disconnect, unless the hub is behind

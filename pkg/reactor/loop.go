@@ -80,6 +80,19 @@ type Config struct {
 	// for (session.Protocol.Hangup). It must not block. Hub.Hub.Closed
 	// follows from the close callback as usual.
 	OnHangup func(*hub.Conn)
+	// ProxyProtocol says every connection of the plain listener (Listen)
+	// begins with a PROXY protocol header, version 1 or 2 (PROXY_PROTOCOL;
+	// the specification by HAProxy): the client's address is taken from it
+	// before anything is handed to Process (proxy.go), and a connection
+	// whose first bytes are not one is closed without an answer.
+	// ProxyProtocolTLS says the same of the TLS listener (ListenTLS), whose
+	// header comes before the TLS handshake.
+	ProxyProtocol, ProxyProtocolTLS bool
+	// Readdress lets a transport set a connection's client address from
+	// what a trusted proxy forwards (Stream.Readdress; TRUSTED_PROXIES).
+	// With it or ProxyProtocol each connection's Socket is wrapped at its
+	// accept (one small allocation) so that its RemoteAddr can change.
+	Readdress bool
 	// Logger receives the loop's logs ("listening"); nil means none.
 	Logger *zap.Logger
 	// NetpollLogger receives netpoll's own log lines from Listen on, for
@@ -104,6 +117,10 @@ type Loop[C Conn] struct {
 	received atomic.Uint64 // bytes read and handed to Process
 	tls      tlsStats      // handshakes of a TLS Loop (tls.go)
 	stopOnce sync.Once
+
+	proxyErrors     atomic.Uint64 // connections closed for a malformed PROXY protocol header (proxy.go)
+	proxyLogAt      atomic.Int64  // when one was last logged, in Unix nanoseconds
+	proxyLogSkipped atomic.Uint64 // those not logged since
 }
 
 // endpoint is one listener and its event loop.
@@ -111,6 +128,7 @@ type endpoint struct {
 	ln     net.Listener
 	loop   netpoll.EventLoop
 	tls    *tls.Config // nil for plain connections
+	proxy  bool        // its connections begin with a PROXY protocol header
 	served chan error  // Serve's goroutine's result
 }
 
@@ -160,7 +178,11 @@ func (l *Loop[C]) listen(addr string, cfg *tls.Config) (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	prepare := func(nc netpoll.Connection) context.Context { return l.onPrepare(nc, cfg) }
+	ep := &endpoint{tls: cfg, proxy: l.cfg.ProxyProtocol, served: make(chan error, 1)}
+	if cfg != nil {
+		ep.proxy = l.cfg.ProxyProtocolTLS
+	}
+	prepare := func(nc netpoll.Connection) context.Context { return l.onPrepare(nc, ep) }
 	opts := []netpoll.Option{netpoll.WithOnPrepare(prepare)}
 	if l.cfg.OnHangup != nil {
 		opts = append(opts, netpoll.WithOnDisconnect(l.onDisconnect))
@@ -170,7 +192,8 @@ func (l *Loop[C]) listen(addr string, cfg *tls.Config) (*endpoint, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	return &endpoint{ln: ln, loop: loop, tls: cfg, served: make(chan error, 1)}, nil
+	ep.ln, ep.loop = ln, loop
+	return ep, nil
 }
 
 // endpoints returns the listeners that Listen and ListenTLS bound.
@@ -269,15 +292,18 @@ func (l *Loop[C]) Shutdown(ctx context.Context) error {
 // state is the context OnRequest gets back), and the hub is told of its
 // close from netpoll's close callback, before the descriptor is released.
 // A connection accepted while draining is closed at once and gets no state.
-func (l *Loop[C]) onPrepare(nc netpoll.Connection, cfg *tls.Config) context.Context {
+func (l *Loop[C]) onPrepare(nc netpoll.Connection, ep *endpoint) context.Context {
 	sock, ok := nc.(Socket)
 	if !ok || l.draining.Load() {
 		_ = nc.Close()
 		return nil // netpoll uses context.Background(): onRequest discards
 	}
+	if ep.proxy || l.cfg.Readdress {
+		sock = &addrSocket{Socket: sock, header: ep.proxy}
+	}
 	var t *tlsSocket
-	if cfg != nil {
-		t = newTLSSocket(sock, cfg, &l.tls)
+	if ep.tls != nil { // under the PROXY header, which comes first on the wire
+		t = newTLSSocket(sock, ep.tls, &l.tls)
 		sock = t
 	}
 	st := l.h.Open(sock)

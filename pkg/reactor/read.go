@@ -73,6 +73,12 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 		_ = r.Release()
 		return
 	}
+	if l.cfg.ProxyProtocol || l.cfg.ProxyProtocolTLS {
+		if !l.proxyHeader(st, s, c, r) { // proxy.go
+			return
+		}
+		n = r.Len()
+	}
 	if l.overflow(c, n+len(s.partial)) {
 		st.Disconnect(disconnect.New(disconnect.InputOverflow))
 		_ = r.Skip(n)

@@ -32,6 +32,15 @@ func (l *Loop[C]) readTLS(st C, t *tlsSocket, r netpoll.Reader) {
 		return
 	}
 	if !t.established() {
+		if l.cfg.ProxyProtocolTLS {
+			if !l.proxyHeader(st, s, c, r) { // proxy.go: the header comes before the handshake
+				return
+			}
+			if len(s.partial) > 0 { // the handshake's first bytes, read with the header
+				t.in = append(t.in, s.partial...)
+				s.partial = nil
+			}
+		}
 		if !t.feed(r) {
 			l.tls.failed.Add(1)
 			t.state.Store(tlsFailed)

@@ -55,6 +55,9 @@ func (s *Server) handshake(st *connState, b []byte) int {
 		s.rejectRequest(st, 400, "malformed request line")
 		return len(req)
 	}
+	if !s.forwardedFor(st, req) {
+		return len(req)
+	}
 	path := parts[1]
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
@@ -214,8 +217,46 @@ func headerValues(head []byte, name string, f func(value []byte)) {
 	}
 }
 
+// forwardedFor takes the client's address from the forwarding headers of
+// req, a complete request head, when its peer is a trusted proxy
+// (Config.TrustedProxies, edge.TrustedProxies.ClientAddr: Forwarded, else
+// X-Forwarded-For), makes it the connection's (reactor.Stream.Readdress:
+// logs, metrics and limits see it from now on) and applies that address's
+// edge limits; once per connection (a request whose body is still coming
+// is looked at again). It reports false when they refuse the connection,
+// answered with 429 and the reason (refuseAtEdge).
+func (s *Server) forwardedFor(st *connState, req []byte) bool {
+	tp := s.cfg.TrustedProxies
+	if len(tp) == 0 {
+		return true
+	}
+	peer := edge.AddrOf(st.RemoteAddr())
+	if !tp.Trusts(peer) {
+		return true
+	}
+	var fwd, xff [][]byte
+	headerValues(req, "Forwarded", func(v []byte) { fwd = append(fwd, v) })
+	if len(fwd) == 0 {
+		headerValues(req, "X-Forwarded-For", func(v []byte) { xff = append(xff, v) })
+	}
+	client, ok := tp.ClientAddr(peer, fwd, xff)
+	if !ok {
+		return true
+	}
+	from, ok := st.Readdress(client)
+	if !ok {
+		return true
+	}
+	if r := s.node.Readdress(st.Conn, from); r != edge.Admitted {
+		s.refuseAtEdge(st, r)
+		return false
+	}
+	return true
+}
+
 // refuseAtEdge answers a connection the node's edge limits refused
-// (node.Node.Admit) before its request is read: 429 Too Many Requests for
+// (node.Node.Admit, or Readdress once its client's address is known)
+// before its request is handled: 429 Too Many Requests for
 // a bound of its address, 503 Service Unavailable for one of the node,
 // with Retry-After and the reason naming the setting, then closes (the
 // request that arrives meanwhile is discarded).

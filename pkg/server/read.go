@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net"
+
 	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/reactor"
@@ -17,10 +19,20 @@ type handler struct{ s *Server }
 func (h handler) Open(sock reactor.Socket) *connState {
 	st := &connState{Stream: reactor.NewStream(sock)}
 	st.Conn = h.s.hub.Register(st)
-	if r := h.s.node.Admit(st.Conn); r != edge.Admitted {
+	if r := h.s.node.Admit(st.Conn, st.AddressPending()); r != edge.Admitted {
 		h.s.refuseAtEdge(st, r)
 	}
 	return st
+}
+
+// Readdressed implements reactor.Readdresser: the connection's PROXY
+// protocol header gave its client's address (Config.ProxyProtocol), whose
+// edge limits now apply; a refusal is answered before the request is read,
+// as at the accept.
+func (h handler) Readdressed(st *connState, from net.Addr) {
+	if r := h.s.node.Readdress(st.Conn, from); r != edge.Admitted {
+		h.s.refuseAtEdge(st, r)
+	}
 }
 
 // Process implements reactor.Handler (process).

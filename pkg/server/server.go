@@ -53,6 +53,20 @@ type Config struct {
 	// header matches none is refused with 403 and the reason. Empty allows
 	// every origin; a request without an Origin header is not checked.
 	AllowedOrigins edge.Origins
+	// ProxyProtocol says every connection begins with a PROXY protocol
+	// header, version 1 or 2 (PROXY_PROTOCOL has "ws"): the client's
+	// address is read from it (reactor.Config.ProxyProtocol), the edge
+	// limits of the address are applied to that one, and a connection
+	// without a valid header is closed without an answer.
+	// ProxyProtocolTLS says the same of the TLS listener (PROXY_PROTOCOL
+	// has "wss"; the header comes before the TLS handshake).
+	ProxyProtocol, ProxyProtocolTLS bool
+	// TrustedProxies is the networks whose Forwarded and X-Forwarded-For
+	// headers are believed (TRUSTED_PROXIES, edge.TrustedProxies.ClientAddr):
+	// a request from one of them (its address after the PROXY protocol)
+	// takes its client's address from them, and the edge limits of that
+	// address apply (429 with the reason). Empty trusts nobody.
+	TrustedProxies edge.TrustedProxies
 	// Logger receives the server's logs; nil means none.
 	Logger *zap.Logger
 }
@@ -107,7 +121,8 @@ func New(n *node.Node, cfg Config) (*Server, error) {
 	var err error
 	s.loop, err = reactor.New[*connState](handler{s}, reactor.Config{Hub: s.hub,
 		MaxInputBacklog: s.cfg.MaxInputBacklog, OnHangup: s.proto.Hangup, Logger: s.log,
-		NetpollLogger: s.cfg.Logger.Named("netpoll")})
+		NetpollLogger: s.cfg.Logger.Named("netpoll"),
+		ProxyProtocol: s.cfg.ProxyProtocol, ProxyProtocolTLS: s.cfg.ProxyProtocolTLS, Readdress: len(s.cfg.TrustedProxies) > 0})
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,8 @@ func (s *Server) opened(st *connState) {
 
 // Collect reports the server's part of the kraken_* metrics
 // (metrics.Component): the handshakes by outcome, the handshakes the hub
-// timed out, the bytes received, and the TLS listener's TLS handshakes.
+// timed out, the bytes received, the TLS listener's TLS handshakes, and
+// with PROXY protocol the malformed headers.
 func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- prometheus.Metric) {
 	st := s.Stats()
 	for o := 1; o < NumHandshakes; o++ {
@@ -106,5 +107,8 @@ func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- promethe
 		done, failed := s.TLSHandshakes()
 		metrics.Counter(ch, d.TLSHandshakes, done, "wss", "ok")
 		metrics.Counter(ch, d.TLSHandshakes, failed, "wss", "failed")
+	}
+	if s.cfg.ProxyProtocol || s.cfg.ProxyProtocolTLS {
+		metrics.Counter(ch, d.ProxyHeaderErrors, s.loop.ProxyHeaderErrors(), "ws")
 	}
 }

@@ -59,6 +59,14 @@ type Config struct {
 	// not kept (logged). 0 means resume.DefaultMaxSessions
 	// (RESUME_MAX_SESSIONS).
 	MaxSessions int
+	// ProxyProtocol says every connection begins with a PROXY protocol
+	// header, version 1 or 2 (PROXY_PROTOCOL has "mqtt"): the client's
+	// address is read from it (reactor.Config.ProxyProtocol) and the edge
+	// limits of the address apply to that one (CONNACK 3 when they
+	// refuse); a connection without a valid header is closed without an
+	// answer. ProxyProtocolTLS says the same of MQTT over TLS (PROXY_PROTOCOL
+	// has "mqtts"; the header comes before the TLS handshake).
+	ProxyProtocol, ProxyProtocolTLS bool
 	// Logger receives the listener's logs (named "mqtt"); nil means none.
 	Logger *zap.Logger
 }
@@ -125,7 +133,7 @@ func New(n *node.Node, cfg Config) (*Listener, error) {
 	l := &Listener{cfg: cfg, log: cfg.Logger.Named("mqtt"), node: n, proto: n.Protocol(), hub: n.Hub()}
 	var err error
 	l.loop, err = reactor.New[*conn](handler{l}, reactor.Config{Hub: l.hub, MaxInputBacklog: cfg.MaxInputBacklog,
-		OnHangup: l.proto.Hangup, Logger: l.log})
+		OnHangup: l.proto.Hangup, Logger: l.log, ProxyProtocol: cfg.ProxyProtocol, ProxyProtocolTLS: cfg.ProxyProtocolTLS})
 	if err != nil {
 		return nil, err
 	}

@@ -21,4 +21,7 @@ func (l *Listener) Collect(_ context.Context, d *metrics.Descs, ch chan<- promet
 		metrics.Counter(ch, d.TLSHandshakes, done, "mqtts", "ok")
 		metrics.Counter(ch, d.TLSHandshakes, failed, "mqtts", "failed")
 	}
+	if l.cfg.ProxyProtocol || l.cfg.ProxyProtocolTLS {
+		metrics.Counter(ch, d.ProxyHeaderErrors, l.loop.ProxyHeaderErrors(), "mqtt")
+	}
 }

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"net"
 	"sync"
 	"time"
 
@@ -42,16 +43,30 @@ func (h handler) Open(sock reactor.Socket) *conn {
 	st.Conn = h.l.hub.Register(st)
 	st.Conn.SetPhase(hub.PhaseOpen)
 	h.l.node.Opened(node.KindMQTT, st.Conn)
-	if r := h.l.node.Admit(st.Conn); r != edge.Admitted {
-		// Refused by the node's edge limits: CONNACK 3, server
-		// unavailable, the answer the client reads to its CONNECT.
-		if ce := h.l.log.Check(zap.DebugLevel, "connection refused at the edge"); ce != nil {
-			ce.Write(session.LogFields(st.Conn, zap.Stringer("reason", r))...)
-		}
-		st.write(packet.AppendConnack(nil, false, packet.RefusedServerUnavailable))
-		st.Disconnect(disconnect.WithText(disconnect.EdgeLimit, r.Text()))
+	if r := h.l.node.Admit(st.Conn, st.AddressPending()); r != edge.Admitted {
+		h.l.refuseAtEdge(st, r)
 	}
 	return st
+}
+
+// Readdressed implements reactor.Readdresser: the connection's PROXY
+// protocol header gave its client's address (Config.ProxyProtocol), whose
+// edge limits now apply; a refusal is answered as at the accept.
+func (h handler) Readdressed(st *conn, from net.Addr) {
+	if r := h.l.node.Readdress(st.Conn, from); r != edge.Admitted {
+		h.l.refuseAtEdge(st, r)
+	}
+}
+
+// refuseAtEdge answers a connection the node's edge limits refused
+// (node.Node.Admit, Readdress) with CONNACK 3, server unavailable, the
+// answer the client reads to its CONNECT, and closes it.
+func (l *Listener) refuseAtEdge(st *conn, r edge.Refusal) {
+	if ce := l.log.Check(zap.DebugLevel, "connection refused at the edge"); ce != nil {
+		ce.Write(session.LogFields(st.Conn, zap.Stringer("reason", r))...)
+	}
+	st.write(packet.AppendConnack(nil, false, packet.RefusedServerUnavailable))
+	st.Disconnect(disconnect.WithText(disconnect.EdgeLimit, r.Text()))
 }
 
 // Process implements reactor.Handler (process).
