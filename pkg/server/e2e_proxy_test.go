@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NoLagApp/kraken/pkg/certs"
+	"github.com/NoLagApp/kraken/pkg/certs/certstest"
 	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
@@ -233,4 +236,41 @@ func TestAcceptRatePerAddress(t *testing.T) {
 	if got := s.node.Refused(); got[edge.TooFastFromAddress] != 1 {
 		t.Fatalf("refused %v", got)
 	}
+}
+
+// On the TLS listener with PROXY protocol (PROXY_PROTOCOL has wss) the
+// header comes before the TLS handshake, as HAProxy sends it in TCP mode:
+// the connection is upgraded over TLS and its address is the header's;
+// the plain listener, without PROXY protocol, is unaffected.
+func TestProxyProtocolBeforeTLS(t *testing.T) {
+	ca := certstest.New(t, "proxy-tls")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	store, err := certs.Load(certs.Files{Cert: certFile, Key: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, logs := observed(t, func(c *testConfig) {
+		c.TLSAddr, c.TLS, c.ProxyProtocolTLS = "127.0.0.1:0", store.Config(false), true
+	})
+	raw, err := net.Dial("tcp", s.TLSAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	if _, err := raw.Write(proxyV2("198.51.100.7:6001")); err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(raw, ca.ClientConfig())
+	status, body, br := proxiedUpgrade(t, c, nil, "")
+	if status != 101 {
+		t.Fatalf("status %d %q", status, body)
+	}
+	testpeer.New(t, c, br).Auth("dev-token-bob")
+	_ = c.Close()
+	got := waitLog(t, logs, "connection closed", 1)[0].ContextMap()["remote_addr"]
+	if addr, _ := got.(string); addr != "198.51.100.7:6001" {
+		t.Fatalf("connection closed from %v, want 198.51.100.7:6001", got)
+	}
+	plain := testpeer.Dial(t, s.Addr().String()) // no header on the plain listener
+	plain.Auth("dev-token-alice")
 }
