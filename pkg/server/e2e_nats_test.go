@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
@@ -148,10 +151,34 @@ func TestNATSClusterGroupGetsEachMessageOnce(t *testing.T) {
 	expectGroupOnce(t, members, total)
 }
 
+// A retained publish on one node reaches the retained store of the others,
+// and a clear replaces it.
+//
+// A node that follows the retained stream gets retained publishes only
+// through it (its live subscription is gone), and one that does not yet
+// follows them live and stores its own in the stream once it does (see
+// natsbroker's retained.go). Start waits up to 5 s for the stream; on a
+// loaded machine it may return before, and the publishing node's
+// publish then reaches the stream only once that node follows it, maybe
+// after this test's patience. So the test first waits for every node to
+// follow the stream, the state it is about, not on the time that takes.
+// A failure logs what each node and the stream hold.
 func TestNATSClusterRetained(t *testing.T) {
 	servers := natstest.Cluster(t, 3)
-	nodes, _ := natsNodes(t, servers, nil)
-	time.Sleep(300 * time.Millisecond) // every node's retained subscription crosses the routes
+	nodes, brokers := natsNodes(t, servers, nil)
+	waitFor(t, 30*time.Second, func() bool {
+		for _, b := range brokers {
+			if !b.RetainedReady() {
+				return false
+			}
+		}
+		return true
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			logRetained(t, servers[0], brokers)
+		}
+	})
 	alice := authed(t, nodes[0], "dev-token-alice")
 	alice.Send("type", "publish", "topic", "demo/general/state", "data", "on", "retain", true, "msgRef", "r")
 	alice.ExpectFields("type", "published", "msgRef", "r")
@@ -170,6 +197,46 @@ func TestNATSClusterRetained(t *testing.T) {
 	late := authed(t, nodes[2], "dev-token-bob")
 	subscribe(t, late, "demo/general/state")
 	late.ExpectNothing(200 * time.Millisecond)
+}
+
+// logRetained logs, for a failed retained test, whether each node follows
+// the retained stream and its counts, and what the stream holds (asked
+// through server).
+func logRetained(t *testing.T, server *natsserver.Server, brokers []*natsbroker.Broker) {
+	t.Helper()
+	for i, b := range brokers {
+		st := b.Stats()
+		t.Logf("node%d: follows the retained stream %v; published %d, received %d, malformed %d, recaptured %d, unkept %d, reconnects %d",
+			i, b.RetainedReady(), st.Published, st.Received, st.Malformed, st.Recaptured, st.Unkept, st.Reconnects)
+	}
+	nc, err := nats.Connect(server.ClientURL())
+	if err != nil {
+		t.Logf("retained stream: %v", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Logf("retained stream: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, natsbroker.RetainedStream(""))
+	if err != nil {
+		t.Logf("retained stream: %v", err)
+		return
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Logf("retained stream: %v", err)
+		return
+	}
+	leader := ""
+	if info.Cluster != nil {
+		leader = info.Cluster.Leader
+	}
+	t.Logf("retained stream: %d messages (sequences %d to %d), leader %q", info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, leader)
 }
 
 // A NATS server of the cluster killed mid-stream: the node on it reconnects

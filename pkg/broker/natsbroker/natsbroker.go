@@ -73,10 +73,10 @@ type Stats struct {
 	// retained one); Dropped the publishes nats.go refused (disconnected
 	// with a full reconnect buffer, or closed).
 	Published, Dropped uint64
-	// Recaptured counts own retained publishes made before the node
-	// followed the retained stream and stored in it afterwards; Unkept
-	// those that could not be (past MaxRetained waiting, or a failed
-	// JetStream call). See retained.go.
+	// Recaptured counts own retained publishes the retained stream had
+	// not stored (made before the node followed it, or not acknowledged
+	// by it) and stored in it afterwards; Unkept those dropped instead,
+	// past MaxRetained subjects waiting. See retained.go.
 	Recaptured, Unkept uint64
 	// Received counts messages handed to the node; Duplicates those
 	// dropped as a second copy of one publish (overlapping interests);
@@ -303,6 +303,9 @@ func (b *Broker) Publish(m *broker.Message) error {
 	}
 	if m.Retain {
 		subject := keySubject(b.kept, m.Key)
+		if b.ret.following.Load() {
+			return b.publishRetained(subject, payload, seq) // acknowledged by the stream, or recaptured
+		}
 		if !b.ret.settled.Load() {
 			b.keepPending(subject, payload, seq) // stored in the stream once it is followed
 		}

@@ -15,21 +15,28 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// startBroker starts a broker with cfg, closed when the test ends, with a
+// recorder of what it is handed.
+func startBroker(t *testing.T, cfg natsbroker.Config) (*natsbroker.Broker, *brokertest.Recorder) {
+	t.Helper()
+	b, err := natsbroker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := brokertest.NewRecorder()
+	if err := b.Start(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, r
+}
+
 // A node that starts after a retained publish gets it from JetStream, and
 // a clear replaces it.
 func TestRetainedSurvivesForALateNode(t *testing.T) {
 	s := natstest.RunJetStream(t)
 	start := func(id string) (*natsbroker.Broker, *brokertest.Recorder) {
-		b, err := natsbroker.New(natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := brokertest.NewRecorder()
-		if err := b.Start(t.Context(), r); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
-		return b, r
+		return startBroker(t, natsbroker.Config{URLs: []string{s.ClientURL()}, Node: id})
 	}
 	a, _ := start("a")
 	for _, k := range []string{"app/r/one", "app/r/two", "app/r/one"} {

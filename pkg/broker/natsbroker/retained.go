@@ -2,8 +2,11 @@ package natsbroker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,12 +48,31 @@ import (
 // Nodes that follow live only ignore recaptures (they had the message live,
 // and a recapture may be older than what they hold); consumers of the
 // stream apply them like any retained publish.
+//
+// Once the node follows the stream, the stream is the only way its retained
+// publishes reach the other nodes that follow it (they have dropped their
+// live subscription). So each goes out with a reply subject and the node
+// waits, without blocking the publisher, for the stream's acknowledgement:
+// a publish the stream refused, that no server took (no stream interest on
+// the node's server: the stream's server is down or not reachable), or
+// that is not acknowledged within retainAckWait is kept as above, and the
+// follower goroutine, which stays until Close, recaptures it every
+// retainRetry until the stream has it or a newer one for its subject. A retained publish made while the stream cannot be reached
+// thus reaches the other nodes once it can.
 
 // retainAttempt bounds each attempt to make or bind the stream.
 const retainAttempt = 5 * time.Second
 
 // retainBackoffMax bounds the wait between two attempts.
 const retainBackoffMax = 5 * time.Second
+
+// retainAckWait is how long a retained publish of a node that follows the
+// stream waits for the stream's acknowledgement before it is recaptured.
+const retainAckWait = 2 * time.Second
+
+// retainRetry is how often the publishes waiting for recapture are tried
+// again.
+const retainRetry = time.Second
 
 // recaptureHeader marks a retained message a node stores again in the
 // stream after following it (see above).
@@ -93,6 +115,12 @@ type retention struct {
 	warned  bool  // Start gave up waiting and logged it
 	lastErr error // of the last failed attempt
 
+	// Once following: acks is the subject prefix of the stream's
+	// acknowledgements of own retained publishes (set before following),
+	// unacked those not acknowledged yet, by sequence number.
+	acks    string
+	unacked map[uint64]unackedRetained
+
 	recaptured, unkept atomic.Uint64
 }
 
@@ -102,6 +130,13 @@ type pendingRetained struct {
 	payload []byte
 	seq     uint64
 	at      time.Time
+}
+
+// unackedRetained is an own retained publish made while following the
+// stream, waiting for the stream's acknowledgement.
+type unackedRetained struct {
+	subject string
+	pendingRetained
 }
 
 // followRetained subscribes live to the retained subjects and starts the
@@ -143,14 +178,16 @@ func (b *Broker) followRetained() error {
 }
 
 // runRetained makes or binds the stream and the consumer until it works,
-// the servers have no JetStream, or Close.
+// the servers have no JetStream, or Close; once following, it recaptures
+// the own retained publishes the stream did not acknowledge, until Close.
 func (b *Broker) runRetained() {
 	r := &b.ret
 	defer close(r.done)
 	wait := 100 * time.Millisecond
 	for {
-		err := b.tryRetained()
+		js, st, err := b.tryRetained()
 		if err == nil {
+			b.retryRetained(js, st)
 			return
 		}
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
@@ -177,16 +214,16 @@ func (b *Broker) runRetained() {
 
 // tryRetained makes one attempt; on success the node follows the stream,
 // its live subscription is dropped and its pending publishes recaptured.
-func (b *Broker) tryRetained() error {
+func (b *Broker) tryRetained() (jetstream.JetStream, jetstream.Stream, error) {
 	r := &b.ret
 	ctx, cancel := context.WithTimeout(r.ctx, retainAttempt)
 	defer cancel()
 	js, err := jetstream.New(b.nc)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		return err // ErrJetStreamNotEnabled without JetStream on the servers
+		return nil, nil, err // ErrJetStreamNotEnabled without JetStream on the servers
 	}
 	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: RetainedStream(b.cfg.Prefix), Subjects: []string{b.kept + ".>"}, MaxMsgsPerSubject: 1,
@@ -194,12 +231,17 @@ func (b *Broker) tryRetained() error {
 		Replicas: b.cfg.RetainReplicas, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.kept + ".>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	acks := b.nc.NewRespInbox()
+	acksSub, err := b.nc.Subscribe(acks+".*", b.onRetainedAck)
+	if err != nil {
+		return nil, nil, err
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		// This node's own publishes from before it started (a fixed
@@ -209,10 +251,12 @@ func (b *Broker) tryRetained() error {
 		b.onRetainedData(msg.Data(), md != nil && md.Timestamp.Before(r.started))
 	})
 	if err != nil {
-		return err
+		_ = acksSub.Unsubscribe()
+		return nil, nil, err
 	}
 	r.mu.Lock()
 	r.consume = cc // stopped by Close, even if Close is under way
+	r.acks = acks + "."
 	r.following.Store(true)
 	r.settled.Store(true)
 	live, pending, warned := r.live, r.pending, r.warned
@@ -226,8 +270,140 @@ func (b *Broker) tryRetained() error {
 		b.log.Info("JetStream reachable: retained messages are kept in the stream and replayed again",
 			zap.String("stream", RetainedStream(b.cfg.Prefix)), zap.Int("recapturing", len(pending)))
 	}
-	b.recapture(ctx, js, st, pending)
+	failed, err := b.recapture(ctx, js, st, pending)
+	if err != nil {
+		b.log.Warn("retained messages not stored in the stream yet; retrying", zap.Int("messages", len(failed)), zap.Error(err))
+	}
+	b.keepFailed(failed)
+	return js, st, nil
+}
+
+// publishRetained sends an own retained publish of a node that follows the
+// stream, with a reply subject for the stream's acknowledgement; it does
+// not wait for it (onRetainedAck, retryRetained).
+func (b *Broker) publishRetained(subject string, payload []byte, seq uint64) error {
+	r := &b.ret
+	r.mu.Lock()
+	if r.unacked == nil {
+		r.unacked = map[uint64]unackedRetained{}
+	}
+	r.unacked[seq] = unackedRetained{subject: subject, pendingRetained: pendingRetained{payload: payload, seq: seq, at: time.Now()}}
+	reply := r.acks + strconv.FormatUint(seq, 10)
+	r.mu.Unlock()
+	if err := b.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: payload}); err != nil {
+		r.mu.Lock()
+		delete(r.unacked, seq)
+		r.mu.Unlock()
+		b.stats.dropped.Add(1)
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	b.stats.published.Add(1)
 	return nil
+}
+
+// onRetainedAck handles the answer to an own retained publish: the
+// stream's acknowledgement, its refusal, or no responders (no server took
+// it); all but the first keep the publish for recapture.
+func (b *Broker) onRetainedAck(msg *nats.Msg) {
+	r := &b.ret
+	seq, err := strconv.ParseUint(msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	u, ok := r.unacked[seq]
+	delete(r.unacked, seq)
+	r.mu.Unlock()
+	if !ok {
+		return // timed out and kept for recapture already
+	}
+	var ack struct {
+		Stream string          `json:"stream"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if msg.Header.Get("Status") == "" && json.Unmarshal(msg.Data, &ack) == nil && ack.Stream != "" && ack.Error == nil {
+		return // stored
+	}
+	b.keepFailed(map[string]pendingRetained{u.subject: u.pendingRetained})
+}
+
+// keepFailed keeps own retained publishes the stream did not store, for
+// retryRetained, the newest per subject (at most MaxRetained subjects).
+func (b *Broker) keepFailed(failed map[string]pendingRetained) {
+	if len(failed) == 0 {
+		return
+	}
+	r := &b.ret
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[string]pendingRetained{}
+	}
+	for subject, p := range failed {
+		old, ok := r.pending[subject]
+		switch {
+		case ok && !p.at.After(old.at):
+		case !ok && int64(len(r.pending)) >= b.cfg.MaxRetained:
+			r.unkept.Add(1)
+		default:
+			r.pending[subject] = p
+		}
+	}
+	r.mu.Unlock()
+}
+
+// retryRetained recaptures, every retainRetry until Close, the own
+// retained publishes the stream did not store or did not acknowledge
+// within retainAckWait.
+func (b *Broker) retryRetained(js jetstream.JetStream, st jetstream.Stream) {
+	r := &b.ret
+	t := time.NewTicker(retainRetry)
+	defer t.Stop()
+	warned := false // logged that the stream does not take them, once until it does
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		r.mu.Lock()
+		var late map[string]pendingRetained
+		for seq, u := range r.unacked {
+			if now.Sub(u.at) >= retainAckWait {
+				delete(r.unacked, seq)
+				if late == nil {
+					late = map[string]pendingRetained{}
+				}
+				if old, ok := late[u.subject]; !ok || u.at.After(old.at) {
+					late[u.subject] = u.pendingRetained
+				}
+			}
+		}
+		r.mu.Unlock()
+		b.keepFailed(late)
+		r.mu.Lock()
+		pending := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		if len(pending) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, retainAttempt)
+		failed, err := b.recapture(ctx, js, st, pending)
+		cancel()
+		if r.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil && !warned:
+			warned = true
+			b.log.Warn("retained messages not stored in the stream yet; retrying", zap.Int("messages", len(failed)), zap.Error(err))
+		case err == nil && warned:
+			warned = false
+			b.log.Info("retained messages stored in the stream again", zap.Int("messages", len(pending)))
+		}
+		b.keepFailed(failed) // unless a newer one failed meanwhile
+	}
 }
 
 // keepPending records an own retained publish made while the stream is
@@ -250,10 +426,24 @@ func (b *Broker) keepPending(subject string, payload []byte, seq uint64) {
 }
 
 // recapture stores the pending own publishes in the stream, each unless
-// the stream holds it already or a newer message for its subject.
-func (b *Broker) recapture(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, pending map[string]pendingRetained) {
+// the stream holds it already or a newer message for its subject. At the
+// first failed JetStream call it stops and returns, with that error, the
+// publishes it has not stored, to try again.
+func (b *Broker) recapture(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, pending map[string]pendingRetained) (map[string]pendingRetained, error) {
 	r := &b.ret
+	var failed map[string]pendingRetained
+	var firstErr error
+	fail := func(subject string, p pendingRetained, err error) {
+		if failed == nil {
+			failed, firstErr = map[string]pendingRetained{}, err
+		}
+		failed[subject] = p
+	}
 	for subject, p := range pending {
+		if failed != nil { // the stream cannot be reached: keep the rest for later
+			failed[subject] = p
+			continue
+		}
 		var last uint64
 		stored, err := st.GetLastMsgForSubject(ctx, subject)
 		switch {
@@ -268,8 +458,7 @@ func (b *Broker) recapture(ctx context.Context, js jetstream.JetStream, st jetst
 			last = stored.Sequence
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 		default:
-			r.unkept.Add(1)
-			b.log.Warn("retained message not recaptured", zap.String("subject", subject), zap.Error(err))
+			fail(subject, p, err)
 			continue
 		}
 		msg := &nats.Msg{Subject: subject, Data: p.payload, Header: nats.Header{recaptureHeader: []string{"1"}}}
@@ -279,12 +468,12 @@ func (b *Broker) recapture(ctx context.Context, js jetstream.JetStream, st jetst
 				apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 				continue // a newer one was stored meanwhile
 			}
-			r.unkept.Add(1)
-			b.log.Warn("retained message not recaptured", zap.String("subject", subject), zap.Error(err))
+			fail(subject, p, err)
 			continue
 		}
 		r.recaptured.Add(1)
 	}
+	return failed, firstErr
 }
 
 // onRetainedLive is the live subscription's handler, until the node

@@ -4,6 +4,10 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/NoLagApp/kraken/pkg/broker"
 	"github.com/NoLagApp/kraken/pkg/broker/brokertest"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
@@ -56,17 +60,8 @@ func TestRetainedRecoversWhenJetStreamComesUp(t *testing.T) {
 	opts := natstest.ClusterOptions(t, 3)
 	s0 := natstest.RunServer(t, opts[0])
 	start := func(url, id, prefix string) (*natsbroker.Broker, *brokertest.Recorder) {
-		b, err := natsbroker.New(natsbroker.Config{URLs: []string{url}, Node: id, Prefix: prefix,
+		return startBroker(t, natsbroker.Config{URLs: []string{url}, Node: id, Prefix: prefix,
 			RetainWait: 300 * time.Millisecond, StateTimeout: 300 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := brokertest.NewRecorder()
-		if err := b.Start(t.Context(), r); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
-		return b, r
 	}
 	a, _ := start(s0.ClientURL(), "a", "")
 	c, rc := start(s0.ClientURL(), "c", "")
@@ -140,5 +135,76 @@ func TestCloseWhileRetryingJetStream(t *testing.T) {
 	_ = b.Close()
 	if took := time.Since(began); took > 3*time.Second {
 		t.Fatalf("Close took %v", took)
+	}
+}
+
+// Nodes that follow the retained stream get retained publishes only
+// through it. A retained publish made while the server holding the stream
+// (one replica) is down cannot be stored: the publishing node keeps it and
+// stores it once the server is back, and the other node and a node started
+// later get it then.
+func TestRetainedPublishWhileTheStreamIsDown(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	start := func(url, id string) (*natsbroker.Broker, *brokertest.Recorder) {
+		return startBroker(t, natsbroker.Config{URLs: []string{url}, Node: id, StateTimeout: 300 * time.Millisecond})
+	}
+	// The first node makes the stream; the test finds the server holding it
+	// and starts two nodes on the other two.
+	first, _ := start(servers[0].ClientURL(), "first")
+	waitUntil(t, 30*time.Second, "the first node follows the stream", first.RetainedReady)
+	nc, err := nats.Connect(servers[0].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(t.Context(), natsbroker.RetainedStream(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	nc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Close()
+	var holder *natsserver.Server
+	var others []*natsserver.Server
+	for _, s := range servers {
+		if s.Name() == info.Cluster.Leader {
+			holder = s
+		} else {
+			others = append(others, s)
+		}
+	}
+	if holder == nil {
+		t.Fatalf("no server holds the stream (leader %q)", info.Cluster.Leader)
+	}
+	a, _ := start(others[0].ClientURL(), "a")
+	c, rc := start(others[1].ClientURL(), "c")
+	for _, b := range []*natsbroker.Broker{a, c} {
+		waitUntil(t, 30*time.Second, "the nodes follow the stream", b.RetainedReady)
+	}
+
+	holder.Shutdown()
+	holder.WaitForShutdown()
+	_ = a.Publish(&broker.Message{Key: "app/r/down", Topic: "r/down", Data: []byte{0x05}, Node: "a", Retain: true})
+	time.Sleep(500 * time.Millisecond)
+	natstest.Restart(t, holder)
+	t.Cleanup(func() { // the nodes close before the server started last stops
+		_ = a.Close()
+		_ = c.Close()
+	})
+	waitUntil(t, 30*time.Second, "a stores its retained publish once the stream is back", func() bool { return a.Stats().Recaptured == 1 })
+	waitUntil(t, 30*time.Second, "c gets a's retained publish", func() bool { return retainedOf(rc, "app/r/down") == 1 })
+	_, rl := start(others[0].ClientURL(), "late")
+	waitUntil(t, 5*time.Second, "a node started later gets it", func() bool { return retainedOf(rl, "app/r/down") == 1 })
+	if _, _, r := rl.Snapshot(); r[0].Data[0] != 0x05 {
+		t.Fatalf("the late node got %x, want 05", r[0].Data)
+	}
+	if st := a.Stats(); st.Unkept != 0 {
+		t.Fatalf("a: %d retained publishes not kept", st.Unkept)
 	}
 }
