@@ -151,3 +151,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		Counter(ch, d.BrokerRetained, bs.RetainedUnkept, "unkept")
 	}
 }
+
+// TLSHandshakes sends the kraken_tls_handshakes_total samples of a TLS
+// listener (listener: "wss", "mqtts"): done succeeded, failed did not.
+func TLSHandshakes(ch chan<- prometheus.Metric, d *Descs, listener string, done, failed uint64) {
+	Counter(ch, d.TLSHandshakes, done, listener, "ok")
+	Counter(ch, d.TLSHandshakes, failed, listener, "failed")
+}

@@ -79,12 +79,7 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 		}
 		n = r.Len()
 	}
-	if l.overflow(c, n+len(s.partial)) {
-		st.Disconnect(disconnect.New(disconnect.InputOverflow))
-		_ = r.Skip(n)
-		_ = r.Release()
-		s.partial = nil
-		s.flush(c)
+	if l.overflowed(st, s, c, r) {
 		return
 	}
 	n = min(n, readChunk)
@@ -129,6 +124,22 @@ func (l *Loop[C]) settle(s *Stream, c *hub.Conn, left int) {
 	if c.InputHeld() && left == 0 && !l.cfg.Hub.InputPaused(c) {
 		c.InputDrained() // all that came in since the resume is worked through
 	}
+}
+
+// overflowed closes c for input_overflow when its unprocessed input, what
+// r holds and the partial buffer, is an overflow (overflow), discarding
+// that input, and reports whether it did.
+func (l *Loop[C]) overflowed(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bool {
+	n := r.Len()
+	if !l.overflow(c, n+len(s.partial)) {
+		return false
+	}
+	st.Disconnect(disconnect.New(disconnect.InputOverflow))
+	_ = r.Skip(n)
+	_ = r.Release()
+	s.partial = nil
+	s.flush(c)
+	return true
 }
 
 // overflow reports whether backlog, c's unprocessed bytes, is an overflow

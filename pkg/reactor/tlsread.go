@@ -8,7 +8,6 @@ import (
 
 	"github.com/cloudwego/netpoll"
 
-	"github.com/NoLagApp/kraken/pkg/disconnect"
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
@@ -51,12 +50,7 @@ func (l *Loop[C]) readTLS(st C, t *tlsSocket, r netpoll.Reader) {
 		_ = r.Release()
 		return
 	}
-	if l.overflow(c, n+len(s.partial)) {
-		st.Disconnect(disconnect.New(disconnect.InputOverflow))
-		_ = r.Skip(n)
-		_ = r.Release()
-		s.partial = nil
-		s.flush(c)
+	if l.overflowed(st, s, c, r) {
 		return
 	}
 	n = min(n, readChunk)

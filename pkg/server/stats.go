@@ -105,8 +105,7 @@ func (s *Server) Collect(_ context.Context, d *metrics.Descs, ch chan<- promethe
 	metrics.Counter(ch, d.ReceivedBytes, st.ReceivedBytes)
 	if s.TLSAddr() != nil {
 		done, failed := s.TLSHandshakes()
-		metrics.Counter(ch, d.TLSHandshakes, done, "wss", "ok")
-		metrics.Counter(ch, d.TLSHandshakes, failed, "wss", "failed")
+		metrics.TLSHandshakes(ch, d, "wss", done, failed)
 	}
 	if s.cfg.ProxyProtocol || s.cfg.ProxyProtocolTLS {
 		metrics.Counter(ch, d.ProxyHeaderErrors, s.loop.ProxyHeaderErrors(), "ws")

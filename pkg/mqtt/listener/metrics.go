@@ -18,8 +18,7 @@ func (l *Listener) Collect(_ context.Context, d *metrics.Descs, ch chan<- promet
 	metrics.Counter(ch, d.MQTTSessionDropped, l.sessionDrops.Load())
 	if l.TLSAddr() != nil {
 		done, failed := l.TLSHandshakes()
-		metrics.Counter(ch, d.TLSHandshakes, done, "mqtts", "ok")
-		metrics.Counter(ch, d.TLSHandshakes, failed, "mqtts", "failed")
+		metrics.TLSHandshakes(ch, d, "mqtts", done, failed)
 	}
 	if l.cfg.ProxyProtocol || l.cfg.ProxyProtocolTLS {
 		metrics.Counter(ch, d.ProxyHeaderErrors, l.loop.ProxyHeaderErrors(), "mqtt")
