@@ -312,19 +312,14 @@ func (l *Loop[C]) onPrepare(nc netpoll.Connection, ep *endpoint) context.Context
 	if t != nil {
 		t.after = func() { l.afterHandshake(st, t) }
 	}
-	closed := func() {
+	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
+		if t != nil {
+			t.onClose() // waits for a TLS handshake's goroutine to let go
+		}
 		l.cfg.Hub.Closed(c)
 		if closer != nil {
 			closer.Closed(st)
 		}
-	}
-	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
-		if t == nil {
-			closed()
-			return nil
-		}
-		t.onClose()
-		t.holdClose(closed) // after a TLS handshake's own read, if it runs
 		return nil
 	})
 	return st

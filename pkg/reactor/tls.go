@@ -37,8 +37,9 @@ import (
 //     record split across reads is completed by a later one. The plaintext
 //     goes to the transport's Process as a plain connection's bytes would.
 //     Writes encrypt on the hub's writer (Stream.Writev) and never wait:
-//     what the socket does not take is kept (one flight of records at
-//     most) and the hub is told those plaintext bytes are not written yet,
+//     what the socket does not take is kept (the records of one
+//     write at most: up to 16 KiB of small frames, or one larger frame) and
+//     the hub is told those plaintext bytes are not written yet,
 //     so its backpressure, retries and write deadline see a TLS connection
 //     as they see a plain one.
 //
@@ -111,12 +112,13 @@ type tlsSocket struct {
 	closed atomic.Bool                   // the socket is closed: the handshake's reads end
 	after  func()                        // runs once the handshake succeeded, mu held: reads what came with it
 
-	// The close callback against after, which runs outside netpoll's
-	// OnRequest (netpoll holds a connection's close callbacks back only
-	// while its own OnRequest runs): under cmu.
-	cmu      sync.Mutex
-	inAfter  bool   // after runs
-	closedFn func() // the close callback's work, held back until after returns
+	// The close callback against the handshake goroutine, which runs
+	// outside netpoll's OnRequest (netpoll holds a connection's close
+	// callbacks back only while its own OnRequest runs): under cmu.
+	cmu        sync.Mutex
+	afterDone  sync.Cond // signalled when after returns
+	inAfter    bool      // after runs: the close callback waits for it
+	closeLater bool      // after decided to close the socket: done once it returns
 
 	// The write side, under wmu.
 	wmu     sync.Mutex
@@ -136,34 +138,46 @@ type owedBuf struct {
 type tlsStats struct{ done, failed atomic.Uint64 }
 
 func newTLSSocket(sock Socket, cfg *tls.Config, stats *tlsStats) *tlsSocket {
-	return &tlsSocket{Socket: sock, cfg: cfg, stats: stats}
+	t := &tlsSocket{Socket: sock, cfg: cfg, stats: stats}
+	t.afterDone.L = &t.cmu
+	return t
 }
 
 // established reports whether the handshake is done.
 func (t *tlsSocket) established() bool { return t.state.Load() == tlsEstablished }
 
-// onClose runs from netpoll's close callback: a handshake waiting for
-// input ends.
+// onClose runs from netpoll's close callback, before the descriptor is
+// released, and returns once nothing of the handshake goroutine touches it
+// any more: a handshake waiting for input ends (io.EOF); a handshake write
+// in progress finishes and none starts (writeWaiting checks closed under
+// wmu); and the read the goroutine makes after a successful handshake
+// (after) ends first, so its Process runs before the close callback's
+// work (hub.Closed, the transport's Closer), as on a plain connection.
+// That read never closes the socket itself while it runs (closeLater).
 func (t *tlsSocket) onClose() {
 	t.cmu.Lock()
 	t.closed.Store(true)
-	t.cmu.Unlock()
 	t.signal()
+	for t.inAfter {
+		t.afterDone.Wait()
+	}
+	t.cmu.Unlock()
+	t.wmu.Lock() // a handshake write in progress ends; later ones see closed
+	t.wmu.Unlock()
 }
 
-// holdClose runs closed, the close callback's work (hub.Closed, the
-// transport's Closer), now, or once after returns when it runs: so a
-// transport's Closer never runs beside its Process, as on a plain
-// connection.
-func (t *tlsSocket) holdClose(closed func()) {
+// closeSoon closes the socket, at once, or when after returns if it runs
+// (the close callback waits for after: closing from inside it would wait
+// for itself). With mu held.
+func (t *tlsSocket) closeSoon() {
 	t.cmu.Lock()
 	if t.inAfter {
-		t.closedFn = closed
+		t.closeLater = true
 		t.cmu.Unlock()
 		return
 	}
 	t.cmu.Unlock()
-	closed()
+	_ = t.Close()
 }
 
 // signal wakes the handshake goroutine, if it waits.
@@ -222,7 +236,7 @@ func (t *tlsSocket) feed(r netpoll.Reader) bool {
 func (t *tlsSocket) handshake() {
 	err := t.conn.HandshakeContext(context.Background())
 	t.cmu.Lock()
-	closed := t.closed.Load()
+	closed := t.closed.Load() // the close callback ran, or waits for after from now on
 	t.inAfter = err == nil && !closed
 	t.cmu.Unlock()
 	t.mu.Lock()
@@ -244,11 +258,11 @@ func (t *tlsSocket) handshake() {
 	t.mu.Unlock()
 	t.cmu.Lock()
 	t.inAfter = false
-	closedFn := t.closedFn
-	t.closedFn = nil
+	closeLater := t.closeLater
+	t.afterDone.Broadcast()
 	t.cmu.Unlock()
-	if closedFn != nil {
-		closedFn()
+	if closeLater {
+		_ = t.Close()
 	}
 }
 
@@ -329,13 +343,19 @@ func (t *tlsSocket) Write(b []byte) (int, error) {
 func (t *tlsSocket) writeWaiting(b []byte) (int, error) {
 	written := 0
 	for written < len(b) {
+		if t.closed.Load() { // the descriptor may be released: never write to it
+			return written, net.ErrClosed
+		}
 		n, err := sockio.Write(t.Fd(), b[written:])
 		written += n
 		if err != nil {
 			return written, err
 		}
 		if written < len(b) {
-			if err := sockio.WaitWritable(t.Fd(), handshakeWriteWait); err != nil {
+			t.wmu.Unlock() // the close callback may go on while this waits
+			err := sockio.WaitWritable(t.Fd(), handshakeWriteWait)
+			t.wmu.Lock()
+			if err != nil {
 				return written, err
 			}
 		}

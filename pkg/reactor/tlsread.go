@@ -112,6 +112,6 @@ func (l *Loop[C]) decryptAndProcess(st C, t *tlsSocket, s *Stream, c *hub.Conn) 
 	default:
 		s.closing = true
 		s.partial = nil
-		_ = t.Close()
+		t.closeSoon()
 	}
 }
