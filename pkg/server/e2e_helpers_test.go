@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,10 +113,29 @@ func (l *lockedTokens) revalidations() int {
 	return l.revalidated
 }
 
+// overTLS, while set (TestHostileSuitesOverTLS), makes start give the
+// server a TLS listener with its server side and dialPeer, dialTCP and
+// authed dial that listener with its client side.
+var overTLS *struct{ server, client *tls.Config }
+
+// tlsDials counts the connections dialled over TLS while overTLS is set.
+var tlsDials atomic.Int64
+
+// dialPeer connects a test client to s: its plain listener, or its TLS one
+// while overTLS is set.
+func dialPeer(t testing.TB, s *Server) *testpeer.Peer {
+	t.Helper()
+	if overTLS != nil {
+		tlsDials.Add(1)
+		return testpeer.DialTLS(t, s.TLSAddr().String(), overTLS.client)
+	}
+	return testpeer.Dial(t, s.Addr().String())
+}
+
 // authed dials the server and authenticates with token.
 func authed(t testing.TB, s *Server, token string, extra ...any) *testpeer.Peer {
 	t.Helper()
-	p := testpeer.Dial(t, s.Addr().String())
+	p := dialPeer(t, s)
 	p.Auth(token, extra...)
 	return p
 }
@@ -183,7 +204,14 @@ func upgradeRequest() string {
 // ends.
 func dialTCP(t testing.TB, s *Server) net.Conn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+	var conn net.Conn
+	var err error
+	if overTLS != nil {
+		tlsDials.Add(1)
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.TLSAddr().String(), overTLS.client)
+	} else {
+		conn, err = net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,9 @@ func startServer(s *Server) error {
 func start(t testing.TB, mutate func(*testConfig)) *Server {
 	t.Helper()
 	cfg := newTestConfig()
+	if overTLS != nil {
+		cfg.TLSAddr, cfg.TLS = "127.0.0.1:0", overTLS.server
+	}
 	if mutate != nil {
 		mutate(&cfg)
 	}

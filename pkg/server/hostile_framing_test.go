@@ -151,7 +151,7 @@ func TestHostileDeclaredLengthIsNotReservedBeforeItsBytesArrive(t *testing.T) {
 	s := start(t, nil)
 	before := heapInUse()
 	for i := 0; i < conns; i++ {
-		p := testpeer.Dial(t, s.Addr().String()) // not even authenticated
+		p := dialPeer(t, s) // not even authenticated
 		// A ping, then the header of a large frame and 10 of its bytes, in
 		// one write: once the pong is back, the reader has kept the partial
 		// frame.
@@ -186,7 +186,7 @@ func TestCloseCodesFollowRFC6455Registry(t *testing.T) {
 		{1016, 1002}, {2999, 1002}, {5000, 1002}, {65535, 1002},
 	}
 	for _, tt := range tests {
-		p := testpeer.Dial(t, s.Addr().String())
+		p := dialPeer(t, s)
 		p.SendFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(tt.give, "")))
 		if code, _ := p.ExpectClose(); code != tt.want {
 			t.Errorf("close code %d answered with %d, want %d", tt.give, code, tt.want)

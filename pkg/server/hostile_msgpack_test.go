@@ -66,7 +66,7 @@ func TestHostileDeepMsgpackNestingGetsBadRequest(t *testing.T) {
 
 func TestHostileDeepMsgpackNestingBeforeAuthGetsBadRequest(t *testing.T) {
 	s := start(t, nil)
-	p := testpeer.Dial(t, s.Addr().String())
+	p := dialPeer(t, s)
 	p.SendBinary(nestedArrays(100_000))
 	expectBadRequest(t, p, "envelope nesting deeper than 32")
 	p.Auth("dev-token-alice")
@@ -279,7 +279,7 @@ func TestHostileWrongFieldTypesGetBadRequestOrTheDocumentedFallback(t *testing.T
 			s := start(t, nil)
 			var p *testpeer.Peer
 			if tt.beforeAu {
-				p = testpeer.Dial(t, s.Addr().String())
+				p = dialPeer(t, s)
 			} else {
 				p = authed(t, s, "dev-token-alice")
 			}
@@ -307,7 +307,7 @@ func TestHostileWrongFieldTypesGetBadRequestOrTheDocumentedFallback(t *testing.T
 // not_authenticated before auth and is ignored after, like MessagePack.
 func TestJSONTextThatIsNotAnObjectFollowsTheNotAMapRule(t *testing.T) {
 	s := start(t, nil)
-	p := testpeer.Dial(t, s.Addr().String())
+	p := dialPeer(t, s)
 	p.SendFrame(ws.NewTextFrame([]byte(`[1,2,3]`)))
 	p.ExpectFields("type", "error", "error", "not_authenticated")
 	p.Auth("dev-token-bob")
