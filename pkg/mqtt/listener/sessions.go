@@ -257,16 +257,17 @@ type persist struct {
 
 // restore gives st the session k: its window (held until the resend), its
 // subscriptions again, then on st's worker the end of k's parked
-// connection and the resend (inflight.resume). With answer (a CONNECT that
+// connection and the resend (inflight.resume). With answer (a CONNACK that
 // waited for a takeover), the CONNACK with session present 1 is answered
-// first on st's worker, before any subscription is in place. Runs on st's
-// reader, or on the worker of the connection st took over.
+// on st's worker once the subscriptions are in place, and what they
+// deliver meanwhile is held back until it is written: no PUBLISH comes
+// before the CONNACK [MQTT-3.2.0-1], and a message published after the
+// client has its CONNACK reaches it. Runs on st's reader, or on the worker
+// of the connection st took over.
 func (l *Listener) restore(st *conn, k *kept, answer bool) {
 	h := l.hub
 	if answer {
-		t := st.x.ps.connack
-		connack := st.framed(packet.AppendConnack(nil, true, packet.Accepted))
-		h.Run(st.Conn, func(c *hub.Conn) { c.Answer(t, connack) })
+		h.Run(st.Conn, func(c *hub.Conn) { c.HoldDeliveries() })
 	}
 	if !answer && k.received != nil { // on st's reader (a CONNECT that waited is on another's worker: not kept)
 		st.more().received = k.received
@@ -287,6 +288,14 @@ func (l *Listener) restore(st *conn, k *kept, answer bool) {
 		s := k.specs[i]
 		s.NoRetained, s.Reply, s.TooMany = true, nil, nil
 		h.Subscribe(st.Conn, &s)
+	}
+	if answer {
+		t := st.x.ps.connack
+		connack := st.framed(packet.AppendConnack(nil, true, packet.Accepted))
+		h.Run(st.Conn, func(c *hub.Conn) {
+			c.Answer(t, connack)
+			c.ReleaseDeliveries(nil)
+		})
 	}
 	h.Run(st.Conn, func(c *hub.Conn) { // its subscriptions are in place
 		if k.pc == nil {
