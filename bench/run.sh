@@ -40,6 +40,22 @@
 # sessions; BENCH_RESUME_MAX_SESSIONS and BENCH_RESUME_MAX_BYTES set
 # RESUME_MAX_SESSIONS and RESUME_MAX_BYTES (the run is then named
 # resume-cap<N> / resume-bytes<B>); BENCH_RESUME_ARGS adds loadgen flags.
+#
+# BENCH_ONLY=tls-idle (not run by default) is the RSS per idle connection
+# over TLS and in the clear: bench/tlsidle opens BENCH_TLS_STEPS
+# (1000,4000,7000,10000) connections to one fresh broker per setup of
+# BENCH_TLS_SETUPS ("kraken-ws kraken-wss centrifugo-ws centrifugo-wss nats
+# nats-tls"), each connecting, subscribing to 2 topics and going idle, and
+# samples VmRSS and the goroutine count BENCH_TLS_SETTLE (3s) after each
+# step (and, with BENCH_TLS_LINGER=130s, once more that long after the
+# last step, past the runtime's periodic collection). One self-signed test
+# CA and server certificate (ECDSA P-256) in $OUT/tls-idle/tls for every
+# broker. Centrifugo (BENCH_CENTRIFUGO_BIN, else go install of
+# centrifugo/v6 at BENCH_CENTRIFUGO_VERSION, v6.9.1) runs in insecure
+# client mode (connect without a token) with its built-in TLS; nats-server
+# (BENCH_NATS_SERVER_BIN, else built at go.mod's version) with TLS on its
+# client port. Ports BENCH_TLS_PORT (28400) to +2. kraken's heap and
+# goroutine profiles and /metrics at the end are saved beside the results.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -74,6 +90,9 @@ if only connect-http; then
 fi
 if only cluster; then
 	go build -o "$BIN/natsd" ./bench/natsd
+fi
+if only tls-idle; then
+	go build -o "$BIN/tlsidle" ./bench/tlsidle
 fi
 
 BROKER_PID=""
@@ -666,10 +685,131 @@ if only cluster; then
 	fi
 fi
 
+# tls-idle: one fresh broker per setup, bench/tlsidle against it, one table.
+TLS_TABLE=""
+if only tls-idle; then
+	TOUT=$OUT/tls-idle
+	mkdir -p "$TOUT/tls"
+	TDIR=$(cd "$TOUT/tls" && pwd)
+	"$BIN/tlsidle" gencert -dir "$TDIR"
+	TP=${BENCH_TLS_PORT:-28400}
+	read -r -a tsetups <<<"${BENCH_TLS_SETUPS:-kraken-ws kraken-wss centrifugo-ws centrifugo-wss nats nats-tls}"
+	CENTRIFUGO=${BENCH_CENTRIFUGO_BIN:-$BIN/centrifugo}
+	NATS_SERVER=${BENCH_NATS_SERVER_BIN:-$BIN/nats-server}
+	if [[ " ${tsetups[*]} " == *" centrifugo"* ]] && [ ! -x "$CENTRIFUGO" ]; then
+		echo "installing centrifugo ${BENCH_CENTRIFUGO_VERSION:-v6.9.1} into $BIN (several minutes)" >&2
+		GOFLAGS=-mod=mod GOBIN=$PWD/$BIN go install "github.com/centrifugal/centrifugo/v6@${BENCH_CENTRIFUGO_VERSION:-v6.9.1}"
+	fi
+	if [[ " ${tsetups[*]} " == *" nats"* ]] && [ ! -x "$NATS_SERVER" ]; then
+		go build -o "$NATS_SERVER" github.com/nats-io/nats-server/v2
+	fi
+	cat >"$TOUT/nats.conf" <<EOF
+listen: 127.0.0.1:$TP
+http: 127.0.0.1:$((TP + 1))
+prof_port: $((TP + 2))
+max_connections: 100000
+EOF
+	cat >"$TOUT/nats-tls.conf" <<EOF
+include nats.conf
+tls {
+  cert_file: "$TDIR/cert.pem"
+  key_file: "$TDIR/key.pem"
+  timeout: 5
+}
+EOF
+	for tlson in false true; do
+		cat >"$TOUT/centrifugo-$tlson.json" <<EOF
+{
+  "client": {"insecure": true, "allowed_origins": ["*"]},
+  "http_server": {"address": "127.0.0.1", "port": $TP, "internal_address": "127.0.0.1", "internal_port": "$((TP + 1))",
+    "tls": {"enabled": $tlson, "cert_pem": "$TDIR/cert.pem", "key_pem": "$TDIR/key.pem"}},
+  "prometheus": {"enabled": true},
+  "log": {"level": "warn"}
+}
+EOF
+	done
+	{
+		echo "tls-idle: steps ${BENCH_TLS_STEPS:-1000,4000,7000,10000}, settle ${BENCH_TLS_SETTLE:-3s}"
+		if [ -x "$CENTRIFUGO" ]; then
+			echo "tls-idle centrifugo: module ${BENCH_CENTRIFUGO_VERSION:-v6.9.1} ($("$CENTRIFUGO" version 2>&1 | head -1))"
+		fi
+		if [ -x "$NATS_SERVER" ]; then
+			echo "tls-idle nats-server: $("$NATS_SERVER" --version 2>&1 | head -1)"
+		fi
+	} >>"$ENVF"
+	tfiles=()
+	for su in "${tsetups[@]}"; do
+		for p in "$TP" $((TP + 1)) $((TP + 2)); do
+			if port_open "$p"; then
+				echo "port $p is already in use by another process; set BENCH_TLS_PORT" >&2
+				FAILED+=("tls-idle $su")
+				continue 2
+			fi
+		done
+		targs=(--steps "${BENCH_TLS_STEPS:-1000,4000,7000,10000}" --settle "${BENCH_TLS_SETTLE:-3s}" --cafile "$TDIR/ca.pem"
+			--linger "${BENCH_TLS_LINGER:-0s}"
+			--label "$su" --json "$TOUT/$su.json" --out "$TOUT")
+		log=$TOUT/$su.broker.log
+		case $su in
+		kraken-ws | kraken-wss)
+			tenv=(AUTH_ALLOW_ALL=true RATE_LIMIT=100000 WS_PORT=$TP ADMIN_ADDR=127.0.0.1:$((TP + 1)) LOG_LEVEL=warn)
+			url=ws://127.0.0.1:$TP/ws
+			if [ "$su" = kraken-wss ]; then
+				tenv+=(WSS_PORT=$((TP + 2)) TLS_CERT_FILE=$TDIR/cert.pem TLS_KEY_FILE=$TDIR/key.pem)
+				url=wss://127.0.0.1:$((TP + 2))/ws
+			fi
+			env "${tenv[@]}" "$KRAKEN" >"$log" 2>&1 &
+			admin=http://127.0.0.1:$((TP + 1))
+			targs+=(--broker kraken --url "$url" --goroutines "$admin/metrics"
+				--dump "$admin/debug/pprof/heap,$admin/debug/pprof/goroutine?debug=1,$admin/metrics")
+			;;
+		centrifugo-ws | centrifugo-wss)
+			tlson=false scheme=ws
+			[ "$su" = centrifugo-wss ] && tlson=true scheme=wss
+			"$CENTRIFUGO" -c "$TOUT/centrifugo-$tlson.json" >"$log" 2>&1 &
+			targs+=(--broker centrifugo --token "" --url "$scheme://127.0.0.1:$TP/connection/websocket"
+				--goroutines "${scheme/ws/http}://127.0.0.1:$((TP + 1))/metrics")
+			;;
+		nats | nats-tls)
+			"$NATS_SERVER" -c "$TOUT/$su.conf" >"$log" 2>&1 &
+			scheme=nats
+			[ "$su" = nats-tls ] && scheme=tls
+			targs+=(--broker nats --url "$scheme://127.0.0.1:$TP"
+				--goroutines "http://127.0.0.1:$((TP + 2))/debug/pprof/goroutine?debug=1")
+			;;
+		*)
+			echo "unknown tls-idle setup $su" >&2
+			FAILED+=("tls-idle $su")
+			continue
+			;;
+		esac
+		BROKER_PID=$!
+		echo "== tls-idle: $su" >&2
+		rm -f "$TOUT/$su.json"
+		if wait_port "$BROKER_PID" "$TP" && sleep 1; then
+			if ! "$BIN/tlsidle" --pid "$BROKER_PID" "${targs[@]}" >"$TOUT/$su.txt" 2> >(tee "$TOUT/$su.log" >&2); then
+				FAILED+=("tls-idle $su")
+			fi
+			kill -0 "$BROKER_PID" 2>/dev/null || FAILED+=("tls-idle $su (broker exited)")
+		else
+			echo "$su did not start; see $log" >&2
+			FAILED+=("tls-idle $su")
+		fi
+		stop_broker
+		if [ -f "$TOUT/$su.json" ]; then
+			tfiles+=("$TOUT/$su.json")
+		fi
+	done
+	if [ ${#tfiles[@]} -gt 0 ]; then
+		"$BIN/tlsidle" table "${tfiles[@]}" >"$TOUT/table.md"
+		TLS_TABLE=$TOUT/table.md
+	fi
+fi
+
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
 fi
-if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ]; then
+if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ] || [ -n "$TLS_TABLE" ]; then
 	echo
 	cat "$ENVF"
 fi
@@ -700,6 +840,12 @@ if [ -n "$RESUME_TABLE" ]; then
 	echo "resume: kraken alone; $RESUME_TABLE"
 	echo
 	cat "$RESUME_TABLE"
+fi
+if [ -n "$TLS_TABLE" ]; then
+	echo
+	echo "tls-idle: one fresh broker per setup; samples in $TOUT/<setup>.json"
+	echo
+	cat "$TLS_TABLE"
 fi
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo "failed: ${FAILED[*]}" >&2

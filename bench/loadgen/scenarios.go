@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/NoLagApp/kraken/bench/internal/fit"
 )
 
 // sum of the responses of every worker.
@@ -307,23 +309,7 @@ func procThreadsIf(pid int) int64 {
 }
 
 // leastSquares fits y = a·x + b.
-func leastSquares(xs, ys []float64) (a, b float64) {
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return 0, sy / n
-	}
-	a = (n*sxy - sx*sy) / den
-	b = (sy - a*sx) / n
-	return a, b
-}
+func leastSquares(xs, ys []float64) (a, b float64) { return fit.LeastSquares(xs, ys) }
 
 // fanout: N subscribers on one topic, one publisher sends Messages
 // messages back to back (or at --rate when given).
