@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -91,7 +93,7 @@ func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCer
 			Handler:           adminHandler(src, n),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       time.Minute,
-			ErrorLog:          zap.NewStdLog(log.Named("admin")),
+			ErrorLog:          adminErrorLog(log.Named("admin")),
 			// No WriteTimeout: /debug/pprof/profile?seconds=N writes after N seconds.
 		}}
 	if cfg.AdminTLS && tc != nil {
@@ -142,4 +144,23 @@ func brokerStats(b any) func() metrics.BrokerStats {
 			StateMalformed: s.StateMalformed, StatePurged: s.Purged, StateRejoins: s.Rejoins, NodesDown: s.NodesDown,
 			RetainedRecaptured: s.Recaptured, RetainedUnkept: s.Unkept}
 	}
+}
+
+// adminErrorLog is the admin listener's net/http error log: a failed TLS
+// handshake (anyone who reaches the port can cause one per connection) at
+// debug level, everything else at error level.
+func adminErrorLog(log *zap.Logger) *stdlog.Logger {
+	return stdlog.New(adminLogWriter{log}, "", 0)
+}
+
+type adminLogWriter struct{ log *zap.Logger }
+
+func (w adminLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		w.log.Debug(msg)
+	} else {
+		w.log.Error(msg)
+	}
+	return len(p), nil
 }

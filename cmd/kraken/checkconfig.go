@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/auth/static"
@@ -226,22 +227,25 @@ func (r *checkReport) tlsCertificate(cfg config.Config, now time.Time) {
 	}
 	st, err := certs.Load(certs.Files{Cert: cfg.TLSCertFile, Key: cfg.TLSKeyFile, ClientCA: cfg.TLSClientCAFile})
 	if err != nil {
-		r.errorf("TLS certificate: %v", err)
+		r.errorf("TLS certificate: %s", strings.TrimPrefix(err.Error(), "certs: "))
 		return
 	}
-	leaf, _ := st.Certificate(nil)
 	notAfter := st.NotAfter()
 	switch {
-	case now.After(notAfter):
-		r.errorf("TLS certificate %s expired on %s", cfg.TLSCertFile, notAfter.UTC().Format(time.RFC3339))
-	case leaf.Leaf != nil && now.Before(leaf.Leaf.NotBefore):
-		r.errorf("TLS certificate %s is not valid before %s", cfg.TLSCertFile, leaf.Leaf.NotBefore.UTC().Format(time.RFC3339))
 	case notAfter.Sub(now) < certExpiryWarning:
 		r.warnf("TLS certificate %s expires in %d days (%s)", cfg.TLSCertFile, int(notAfter.Sub(now).Hours()/24), notAfter.UTC().Format(time.RFC3339))
 	default:
 		r.linef("TLS certificate: ok (%s, key matches, expires %s)", cfg.TLSCertFile, notAfter.UTC().Format("2006-01-02"))
 	}
-	if cfg.TLSClientCAFile != "" {
-		r.linef("TLS client CA: ok (%s: mutual TLS on MQTTS_PORT and the admin listener)", cfg.TLSClientCAFile)
+	switch {
+	case cfg.TLSClientCAFile == "":
+	case !cfg.MQTTEnabled || cfg.MQTTSPort == config.PortOff:
+		if !cfg.AdminTLS || cfg.AdminAddr == config.AddrOff {
+			r.warnf("TLS_CLIENT_CA_FILE=%s is not used: mutual TLS applies to MQTTS_PORT and the admin listener over TLS (ADMIN_TLS), neither of which is on", cfg.TLSClientCAFile)
+			return
+		}
+		fallthrough
+	default:
+		r.linef("TLS client CA: ok (%s: mutual TLS on MQTTS_PORT and the admin listener over TLS, those that are on)", cfg.TLSClientCAFile)
 	}
 }

@@ -220,9 +220,10 @@ func TestCheckConfigTLSCertificate(t *testing.T) {
 	}{
 		{"valid", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey}, 0, "TLS certificate: ok (" + good + ", key matches, expires "},
 		{"expires soon", []string{"TLS_CERT_FILE=" + soon, "TLS_KEY_FILE=" + soonKey}, 0, "warning: TLS certificate " + soon + " expires in 9 days"},
-		{"expired", []string{"TLS_CERT_FILE=" + expired, "TLS_KEY_FILE=" + expiredKey}, 2, "error: TLS certificate " + expired + " expired on "},
+		{"expired", []string{"TLS_CERT_FILE=" + expired, "TLS_KEY_FILE=" + expiredKey}, 2, "error: TLS certificate: " + expired + " expired on "},
+		{"client CA without mutual TLS", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey, "TLS_CLIENT_CA_FILE=" + ca.File}, 0, "warning: TLS_CLIENT_CA_FILE=" + ca.File + " is not used"},
 		{"key of another certificate", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + soonKey}, 2, "private key does not match public key"},
-		{"client CA", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey, "TLS_CLIENT_CA_FILE=" + ca.File}, 0, "TLS client CA: ok (" + ca.File},
+		{"client CA", []string{"TLS_CERT_FILE=" + good, "TLS_KEY_FILE=" + goodKey, "TLS_CLIENT_CA_FILE=" + ca.File, "ADMIN_TLS=true"}, 0, "TLS client CA: ok (" + ca.File},
 		{"no certificate", nil, 2, "TLS_CERT_FILE and TLS_KEY_FILE are both required by WSS_PORT, MQTTS_PORT and ADMIN_TLS"},
 	}
 	for _, tt := range tests {

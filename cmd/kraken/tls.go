@@ -37,6 +37,10 @@ func newTLSCerts(cfg config.Config, log *zap.Logger) (*tlsCerts, error) {
 	tc := &tlsCerts{store: st, log: log.Named("tls")}
 	tc.log.Info("TLS certificate loaded", zap.String("cert_file", cfg.TLSCertFile),
 		zap.Time("not_after", st.NotAfter()), zap.Bool("mutual_tls", st.MutualTLS()))
+	if left := time.Until(st.NotAfter()); left < certExpiryWarning {
+		tc.log.Warn("TLS certificate expires soon: renew it (it is reloaded without a restart)",
+			zap.String("cert_file", cfg.TLSCertFile), zap.Int("days_left", int(left.Hours()/24)))
+	}
 	return tc, nil
 }
 

@@ -62,8 +62,10 @@ type Store struct {
 }
 
 // Load reads files and returns their Store; the error says which file is
-// missing, unreadable, not PEM, or why the key does not match the
-// certificate.
+// missing, unreadable, not PEM, why the key does not match the
+// certificate, or that the certificate has expired or is not valid yet (a
+// certificate no client would accept is never served: a reload that finds
+// one keeps the certificate in force).
 func Load(files Files) (*Store, error) {
 	s := &Store{files: files}
 	s.tried = s.stamps()
@@ -82,6 +84,13 @@ func load(f Files) (*loaded, error) {
 	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
 	if err != nil {
 		return nil, fmt.Errorf("certs: %s, %s: %w", f.Cert, f.Key, err)
+	}
+	now := time.Now()
+	switch {
+	case now.After(cert.Leaf.NotAfter):
+		return nil, fmt.Errorf("certs: %s expired on %s", f.Cert, cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(cert.Leaf.NotBefore):
+		return nil, fmt.Errorf("certs: %s is not valid before %s", f.Cert, cert.Leaf.NotBefore.UTC().Format(time.RFC3339))
 	}
 	l := &loaded{cert: &cert, notAfter: cert.Leaf.NotAfter}
 	if f.ClientCA != "" {

@@ -15,6 +15,7 @@ func TestLoadRefusesWhatCannotServe(t *testing.T) {
 	ca := certstest.New(t, "load")
 	certFile, keyFile := ca.Server("a", time.Hour)
 	_, otherKey := ca.Server("b", time.Hour)
+	expired, expiredKey := ca.Server("expired", -time.Minute)
 	garbage := t.TempDir() + "/garbage.pem"
 	if err := os.WriteFile(garbage, []byte("junk"), 0o600); err != nil {
 		t.Fatal(err)
@@ -29,6 +30,7 @@ func TestLoadRefusesWhatCannotServe(t *testing.T) {
 		"not PEM":          {certs.Files{Cert: garbage, Key: keyFile}, "failed to find any PEM data"},
 		"client CA junk":   {certs.Files{Cert: certFile, Key: keyFile, ClientCA: garbage}, "holds no PEM certificate"},
 		"client CA absent": {certs.Files{Cert: certFile, Key: keyFile, ClientCA: garbage + ".gone"}, "no such file"},
+		"expired":          {certs.Files{Cert: expired, Key: expiredKey}, "expired on"},
 	} {
 		if _, err := certs.Load(tc.files); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Load error %v, want one containing %q", name, err, tc.want)

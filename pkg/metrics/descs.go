@@ -69,7 +69,7 @@ func NewDescs() Descs {
 
 		ConnectionsRefused: n("connections_refused_total", "Connections the edge limits refused, at their accept or once their client's address was known (PROXY protocol, a trusted proxy's forwarding header), by the bound reached: connections (MAX_CONNECTIONS), address (MAX_CONNECTIONS_PER_ADDRESS), pending (MAX_PENDING_CONNECTIONS), pending_address (MAX_PENDING_PER_ADDRESS), rate (MAX_ACCEPT_RATE_PER_ADDRESS).", "reason"),
 		ProxyHeaderErrors:  n("proxy_header_errors_total", "Connections closed without an answer because their first bytes were not a valid PROXY protocol header (PROXY_PROTOCOL), by listener: ws, mqtt.", "listener"),
-		TLSHandshakes:      n("tls_handshakes_total", "TLS handshakes on the TLS listeners, by listener (wss, mqtts) and result: ok, or failed (not TLS, a bad or stalled handshake, a client certificate refused).", "listener", "result"),
+		TLSHandshakes:      n("tls_handshakes_total", "TLS handshakes begun on the TLS listeners (a complete ClientHello, or first bytes that are not TLS), by listener (wss, mqtts) and result: ok, or failed (not TLS, a bad or stalled handshake, a client certificate refused).", "listener", "result"),
 		TLSReloads:         n("tls_certificate_reloads_total", "Reloads of the TLS certificate files (SIGHUP, or the files changed), by result: ok, or error (the certificate in force stays; the admin /ready says why).", "result"),
 		TLSExpiry:          n("tls_certificate_expiry_timestamp_seconds", "When the TLS certificate in force expires, in Unix seconds."),
 		MQTTSessionsKept:   n("mqtt_sessions_kept", "MQTT persistent sessions (Clean Session 0) kept while their client is disconnected; they hold no socket."),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -273,4 +274,37 @@ func TestProxyProtocolBeforeTLS(t *testing.T) {
 	}
 	plain := testpeer.Dial(t, s.Addr().String()) // no header on the plain listener
 	plain.Auth("dev-token-alice")
+}
+
+// Behind a trusted proxy the accept rate is the forwarded clients', not
+// the proxy's: eight clients forwarded from one proxy address are each
+// served, while one client's own burst still ends in 429; the proxy's
+// address, forwarding no client, is bounded as itself.
+func TestAcceptRateBehindATrustedProxyIsTheClients(t *testing.T) {
+	trusted, err := edge.ParseTrustedProxies("127.0.0.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, func(c *testConfig) {
+		c.Limits = edge.Limits{AcceptRate: 1, AcceptBurst: 2}
+		c.TrustedProxies = trusted
+	})
+	for i := range 8 {
+		status, body, _ := proxiedUpgrade(t, dialFrom(t, s, "127.0.0.11"), nil, fmt.Sprintf("X-Forwarded-For: 192.0.2.%d\r\n", i+1))
+		if status != 101 {
+			t.Fatalf("forwarded client %d: %d %q", i+1, status, body)
+		}
+	}
+	for i := range 3 {
+		status, body, _ := proxiedUpgrade(t, dialFrom(t, s, "127.0.0.11"), nil, "X-Forwarded-For: 192.0.2.100\r\n")
+		if want := map[bool]int{true: 429, false: 101}[i == 2]; status != want {
+			t.Fatalf("the same forwarded client, connection %d: %d %q, want %d", i+1, status, body, want)
+		}
+	}
+	for i := range 3 {
+		status, body, _ := proxiedUpgrade(t, dialFrom(t, s, "127.0.0.11"), nil, "")
+		if want := map[bool]int{true: 429, false: 101}[i == 2]; status != want {
+			t.Fatalf("the proxy forwarding no client, connection %d: %d %q, want %d", i+1, status, body, want)
+		}
+	}
 }

@@ -239,13 +239,14 @@ func (s *Server) forwardedFor(st *connState, req []byte) bool {
 	if len(fwd) == 0 {
 		headerValues(req, "X-Forwarded-For", func(v []byte) { xff = append(xff, v) })
 	}
-	client, ok := tp.ClientAddr(peer, fwd, xff)
-	if !ok {
-		return true
-	}
-	from, ok := st.Readdress(client)
-	if !ok {
-		return true
+	// The connection was admitted on the node's bounds alone (Open): its
+	// address's apply now, to the client's address the proxy forwards, or
+	// to the proxy's own when it forwards none.
+	from := st.RemoteAddr()
+	if client, ok := tp.ClientAddr(peer, fwd, xff); ok {
+		if was, ok := st.Readdress(client); ok {
+			from = was
+		}
 	}
 	if r := s.node.Readdress(st.Conn, from); r != edge.Admitted {
 		s.refuseAtEdge(st, r)

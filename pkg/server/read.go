@@ -19,7 +19,10 @@ type handler struct{ s *Server }
 func (h handler) Open(sock reactor.Socket) *connState {
 	st := &connState{Stream: reactor.NewStream(sock)}
 	st.Conn = h.s.hub.Register(st)
-	if r := h.s.node.Admit(st.Conn, st.AddressPending()); r != edge.Admitted {
+	// The address's bounds wait for its client's address: a PROXY protocol
+	// header, or a trusted proxy's forwarding header (forwardedFor).
+	pending := st.AddressPending() || h.s.cfg.TrustedProxies.Trusts(edge.AddrOf(st.RemoteAddr()))
+	if r := h.s.node.Admit(st.Conn, pending); r != edge.Admitted {
 		h.s.refuseAtEdge(st, r)
 	}
 	return st
