@@ -297,10 +297,12 @@ func TestBrokenTransportDropsTheQueue(t *testing.T) {
 }
 
 // A handshake that does not complete in time gets the encoding's answer
-// and no closing frame (there is no session to close yet).
+// and no closing frame (there is no session to close yet). WriteTimeout is
+// short too: on a loaded machine the answer may still be queued at the
+// close deadline, and the release then lingers for it (lingerOn).
 func TestHandshakeTimeoutWritesTheEncodingsAnswer(t *testing.T) {
 	h := startHub(t, Config{Workers: 1, HandshakeTimeout: 20 * time.Millisecond, Tick: 10 * time.Millisecond,
-		CloseTimeout: 20 * time.Millisecond})
+		CloseTimeout: 20 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
 	tr := newTestTransport(&textEncoding{id: 5})
 	h.Register(tr)
 	eventually(t, "released", func() bool { _, cl := tr.counts(); return cl == 1 })
