@@ -250,17 +250,6 @@ func (l *Loop[C]) TLSHandshakes() (done, failed uint64) {
 	return l.tls.done.Load(), l.tls.failed.Load()
 }
 
-// TLSState returns the TLS state of a connection of a TLS Loop (version,
-// cipher suite, the verified client certificates under mutual TLS), and
-// false for a plain connection or one whose handshake is not done.
-func TLSState(s Socket) (tls.ConnectionState, bool) {
-	t, ok := s.(*tlsSocket)
-	if !ok || !t.established() {
-		return tls.ConnectionState{}, false
-	}
-	return t.conn.ConnectionState(), true
-}
-
 // Shutdown drains, stops accepting and closes the event loops within ctx,
 // and waits for Serve's goroutines (until ctx is done). Call it after the
 // hub's connections are closed (the session protocol's Shutdown). Only its
