@@ -216,7 +216,7 @@ func (t *tlsSocket) feed(r netpoll.Reader) bool {
 			}
 			return false
 		}
-		if len(t.in) < 5 || len(t.in) < 5+int(t.in[3])<<8|int(t.in[4]) {
+		if len(t.in) < 5 || len(t.in) < 5+(int(t.in[3])<<8|int(t.in[4])) { // header, then the record's length
 			return true // the ClientHello's record is not complete yet
 		}
 		t.state.Store(tlsHandshaking)
@@ -266,7 +266,9 @@ func (t *tlsSocket) handshake() {
 	}
 }
 
-// Read implements net.Conn for crypto/tls. In the handshake it blocks
+// Read implements net.Conn for crypto/tls. Only the handshake goroutine
+// reads while the state is tlsHandshaking, and only the event loop (with
+// mu held) once it is not. In the handshake it blocks
 // until the event loop hands it input or the socket closes (io.EOF).
 // Established, it gives what this read's source holds (src, up to srcMax
 // bytes, then in) and errWouldBlock when that is spent; mu is held by the

@@ -41,11 +41,13 @@ func (l *Loop[C]) readTLS(st C, t *tlsSocket, r netpoll.Reader) {
 			}
 		}
 		if !t.feed(r) {
-			l.tls.failed.Add(1)
-			t.state.Store(tlsFailed)
+			if t.state.Load() == tlsWaiting { // else its handshake goroutine fails, counts and marks it
+				l.tls.failed.Add(1)
+				t.state.Store(tlsFailed)
+			}
 			t.in = nil
 			_ = r.Skip(r.Len())
-			_ = t.Close()
+			_ = t.Close() // a handshake goroutine's read then ends (io.EOF)
 		}
 		_ = r.Release()
 		return
