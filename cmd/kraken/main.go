@@ -4,7 +4,9 @@
 //
 // Every setting is an environment variable and a flag; `kraken -h` lists
 // them with their defaults. SIGINT and SIGTERM shut the broker down
-// gracefully; SIGHUP reloads the token file at once and never stops it.
+// gracefully; SIGUSR2 drains the broker (it stops answering ready and
+// accepting, closes its connections over DRAIN_SECONDS) then shuts it
+// down; SIGHUP reloads the token file at once and never stops it.
 package main
 
 import (
@@ -94,7 +96,11 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	// instead of ending the process with status 129.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	return serve(ctx, cfg, log, stderr, hup)
+	// SIGUSR2 drains the node, then shuts it down (DRAIN_SECONDS); caught
+	// likewise until the process exits.
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	return serve(ctx, cfg, log, stderr, signals{hup: hup, drain: usr2})
 }
 
 // commands are the subcommands run dispatches on (commandsUsage).

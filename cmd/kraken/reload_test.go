@@ -176,15 +176,7 @@ func TestServeSIGHUPReloadsTokenFile(t *testing.T) {
 	// SIGTERM is unchanged (its close code is TestServeHealthAndGracefulShutdown's).
 	_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	alice.ExpectClose()
-	select {
-	case err := <-b.done:
-		b.done <- err
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, b.stderr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no exit within 10 s of SIGTERM")
-	}
+	expectExit0(t, b, 10*time.Second, "SIGTERM")
 }
 
 // TestServeSIGHUPBrokenTokenFileKeepsTokens: SIGHUP with an unparsable file

@@ -40,11 +40,23 @@ import (
 // tokenCacheEntries bounds the token cache (wire-reference.md §4.8).
 const tokenCacheEntries = 100_000
 
-// serve runs the broker until ctx is cancelled, then shuts down within
-// cfg.ShutdownTimeout. Every value received on hup (SIGHUP) reloads the
-// token file once the server has started (authBackend.reload); values
-// received before that are handled then, and those after ctx is cancelled
-// are ignored.
+// signals are the signals serve acts on besides its context's end
+// (SIGINT, SIGTERM).
+type signals struct {
+	// hup (SIGHUP) reloads the token file and the TLS certificate.
+	hup <-chan os.Signal
+	// drain (SIGUSR2) drains the node over cfg.DrainTimeout, then shuts
+	// it down (node.Node.Drain).
+	drain <-chan os.Signal
+}
+
+// serve runs the broker until ctx is cancelled, or until a value received
+// on sig.drain (SIGUSR2) has drained it (node.Node.Drain over
+// cfg.DrainTimeout, on serve's goroutine; ctx's end cuts the drain
+// short), then shuts down within cfg.ShutdownTimeout and returns exitOK.
+// Every value received on sig.hup (SIGHUP) reloads the token file once
+// the server has started (authBackend.reload); values received before
+// that are handled then, and those after ctx is cancelled are ignored.
 //
 // Every backend call of the node derives from one base context, cancelled
 // when serve returns. Shutdown cancels the calls made for connections and
@@ -52,7 +64,7 @@ const tokenCacheEntries = 100_000
 // dispatcher and the control plane drain what is queued within their own
 // bound first (external.close), and the base context ends whatever is
 // still in flight after that.
-func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer, hup <-chan os.Signal) int {
+func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Writer, sig signals) int {
 	base, stopBase := context.WithCancel(context.Background())
 	defer stopBase() // deferred first: runs last, after every close below
 	backend, err := newAuthenticator(cfg, log)
@@ -182,13 +194,24 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	admin := startAdmin(cfg, metrics.Sources{Components: comps, BrokerStats: brokerStats(fanout), Version: version}, n, tc, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
-	reloader := reloadOnSignal(ctx, hup, func() { backend.reload(); tc.reload("sighup") })
+	// Both stop when the node starts shutting down (running).
+	running, stopRunning := context.WithCancel(ctx)
+	reloader := reloadOnSignal(running, sig.hup, func() { backend.reload(); tc.reload("sighup") })
 	defer func() { <-reloader }() // before backend.close
-	watcher := tc.watch(ctx)
+	watcher := tc.watch(running)
 	defer func() { <-watcher }()
+	defer stopRunning() // before the waits above, on every return
 	log.Info("kraken started", zap.String("version", version), zap.Int("pid", os.Getpid()), zap.Int("workers", workers),
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-sig.drain:
+		log.Info("SIGUSR2: draining", zap.Duration("drain", cfg.DrainTimeout))
+		if err := n.Drain(ctx, cfg.DrainTimeout); err != nil {
+			log.Info("drain cut short", zap.Error(err))
+		}
+	}
+	stopRunning()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

@@ -211,6 +211,10 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (SHUTDOWN_TIMEOUT_SECONDS,
 	// 10 s); 0 closes at once.
 	ShutdownTimeout time.Duration
+	// DrainTimeout is how long a drain (SIGUSR2, node.Node.Drain) spreads
+	// the closing of the connections over before the shutdown
+	// (DRAIN_SECONDS, 30 s); 0 closes them all at once.
+	DrainTimeout time.Duration
 	// StoreTTL is the replay window of stored messages (STORE_TTL_SECONDS,
 	// 3600 s; wire-reference.md §6.5).
 	StoreTTL time.Duration

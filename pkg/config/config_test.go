@@ -29,7 +29,8 @@ func TestDefaults(t *testing.T) {
 		RateLimit: 50, ErrorFrameLimit: 10, ErrorFloodLimit: 1000, MaxAuthFailures: 5, Workers: 0,
 		MQTTMaxInflight: 64, MQTTMaxQueuedBytes: 4194304, WSSPort: PortOff, MQTTSPort: PortOff,
 		OutboundMaxBytes: 4194304, WriteTimeout: 30 * time.Second, MaxSubscriptions: 1000, ShutdownTimeout: 10 * time.Second,
-		StoreTTL: time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
+		DrainTimeout: 30 * time.Second,
+		StoreTTL:     time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
 		ResumeExpiry: 120 * time.Second, ResumeMaxBytes: 1 << 20, ResumeMaxSessions: 100000,
 		LogFormat: "json", LogLevel: "info",
 	}
@@ -118,6 +119,8 @@ func TestEveryVariableParses(t *testing.T) {
 		{"OUTBOUND_MAX_BYTES", "8388608", func(c Config) bool { return c.OutboundMaxBytes == 8388608 }},
 		{"MAX_SUBSCRIPTIONS", "50", func(c Config) bool { return c.MaxSubscriptions == 50 }},
 		{"SHUTDOWN_TIMEOUT_SECONDS", "0", func(c Config) bool { return c.ShutdownTimeout == 0 }},
+		{"DRAIN_SECONDS", "2", func(c Config) bool { return c.DrainTimeout == 2*time.Second }},
+		{"DRAIN_SECONDS", "0", func(c Config) bool { return c.DrainTimeout == 0 }},
 		{"STORE_TTL_SECONDS", "60", func(c Config) bool { return c.StoreTTL == time.Minute }},
 		{"RESUME_SESSIONS", "true", func(c Config) bool { return c.ResumeSessions }},
 		{"RESUME_EXPIRY_SECONDS", "30", func(c Config) bool { return c.ResumeExpiry == 30*time.Second }},

@@ -115,6 +115,8 @@ func TestValidate(t *testing.T) {
 			want: []string{"config: CONTROL_HTTP_URL is empty: CONTROL_BACKEND=http needs the service's base URL"}},
 		{name: "fractional negative duration", modify: func(c *Config) { c.ShutdownTimeout = -500 * time.Millisecond },
 			want: []string{"config: SHUTDOWN_TIMEOUT_SECONDS=-0.5: must not be negative"}},
+		{name: "negative drain", modify: func(c *Config) { c.DrainTimeout = -time.Second },
+			want: []string{"config: DRAIN_SECONDS=-1: must not be negative"}},
 		{name: "unknown store", modify: func(c *Config) { c.StoreBackend = "redis" },
 			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, ets)`}},
 		{name: "an origin with a path", modify: func(c *Config) { c.AllowedOrigins = "https://a.example.com, https://b.example.com/app" },

@@ -186,6 +186,8 @@ var settings = []setting{
 		func(c *Config) *int { return &c.MaxSubscriptions }, 1, maxCount),
 	secondsSetting("SHUTDOWN_TIMEOUT_SECONDS", "10", "graceful shutdown limit in seconds (0 = close at once)",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, 0),
+	secondsSetting("DRAIN_SECONDS", "30", "on SIGUSR2, close the connections spread over this many seconds, then shut down (0 = all at once)",
+		func(c *Config) *time.Duration { return &c.DrainTimeout }, 0),
 	secondsSetting("STORE_TTL_SECONDS", "3600", "keep stored messages for replay this many seconds",
 		func(c *Config) *time.Duration { return &c.StoreTTL }, 1),
 	intSetting("STORE_MAX_MESSAGES", "10000", "stored messages kept before the oldest are pruned",

@@ -217,6 +217,8 @@ type Hub struct {
 	wg      sync.WaitGroup
 	bg      sync.WaitGroup // revalidation goroutines
 	stop    chan struct{}
+	// closeFrom is where CloseSome starts, moved on by each call.
+	closeFrom atomic.Uint32
 }
 
 // New returns a Hub with cfg's defaults applied. It starts nothing.
@@ -498,6 +500,32 @@ wait:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// CloseSome closes up to k connections that are open (not closing yet)
+// and that skip (nil: none; called on the connection's worker, it must be
+// quick) does not exclude, for d, as Shutdown closes them: after what is
+// queued, then the peer has Config.CloseTimeout to close its side. It asks
+// the workers in turn, starting after the one the previous call started
+// at, so that repeated calls spread over every worker, and returns how
+// many it closed: fewer than k once none is left, or when ctx ends first.
+// The caller waits on each worker's answer; the workers never wait.
+func (h *Hub) CloseSome(ctx context.Context, k int, d disconnect.Disconnect, skip func(*Conn) bool) int {
+	closed := 0
+	start := int(h.closeFrom.Add(1))
+	got := make(chan int, 1)
+	for i := 0; i < len(h.workers) && closed < k; i++ {
+		w := h.workers[(start+i)%len(h.workers)]
+		want := k - closed
+		w.post(op{kind: opRun, fn: func(*Conn) { got <- w.closeSome(want, d, skip) }})
+		select {
+		case n := <-got:
+			closed += n
+		case <-ctx.Done():
+			return closed
+		}
+	}
+	return closed
 }
 
 // each runs fn on every worker and waits for all of them, or for ctx.

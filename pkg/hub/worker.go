@@ -480,3 +480,21 @@ func (w *worker) lingerOn(c *Conn, ns int64) bool {
 	c.closeAt.Store(ns + int64(cfg.CloseTimeout))
 	return true
 }
+
+// closeSome closes up to k of the worker's connections that are not
+// closing yet and that skip (nil: none) does not exclude, for d; it
+// returns how many it closed (Hub.CloseSome).
+func (w *worker) closeSome(k int, d disconnect.Disconnect, skip func(*Conn) bool) int {
+	n := 0
+	for _, c := range append([]*Conn(nil), w.conns...) {
+		if n >= k {
+			break
+		}
+		if c.closeAt.Load() != 0 || skip != nil && skip(c) {
+			continue
+		}
+		c.closeWith(d)
+		n++
+	}
+	return n
+}

@@ -160,11 +160,8 @@ func (m nodeMetrics) collectWorkers(ctx context.Context, d *metrics.Descs, ch ch
 // kept is the hub connections the transports keep for themselves
 // (Keeper), none of them a client's.
 func (n *Node) kept() int64 {
-	n.mu.Lock()
-	ts := append([]Transport(nil), n.transports...)
-	n.mu.Unlock()
 	var k int64
-	for _, t := range ts {
+	for _, t := range n.transportList() {
 		if kp, ok := t.(Keeper); ok {
 			k += int64(kp.KeptConnections())
 		}

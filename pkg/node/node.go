@@ -51,6 +51,15 @@ type Transport interface {
 	Shutdown(ctx context.Context) error
 }
 
+// LameDuck is a Transport that keeps answering its health and readiness
+// probes during a drain (Node.Drain): LameDuck makes it refuse every new
+// client connection from now on, the probes still answered; it never
+// blocks. Node.Drain calls it instead of Transport.Drain; Shutdown calls
+// Drain as for any transport.
+type LameDuck interface {
+	LameDuck()
+}
+
 // Keeper is a Transport that holds hub connections of its own, no
 // client's (KindInternal: an MQTT persistent session kept while its client
 // is away): KeptConnections is how many, left out of the connection
@@ -74,6 +83,7 @@ type Node struct {
 	transports []Transport                    // in the order added
 	byEnc      [hub.MaxEncodings]atomic.Value // of transportBox, by encoding ID
 	draining   atomic.Bool                    // Shutdown has begun
+	lameDuck   atomic.Bool                    // Drain has begun (drain.go)
 	limits     *edge.Limiter                  // nil when Config.Limits bounds nothing
 	obs        counts                         // stats.go
 	checksMu   sync.Mutex                     // serialises AddReadyCheck
@@ -152,9 +162,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	var err error
 	n.stopOnce.Do(func() {
 		n.draining.Store(true)
-		n.mu.Lock()
-		ts := append([]Transport(nil), n.transports...)
-		n.mu.Unlock()
+		ts := n.transportList()
 		for _, t := range ts {
 			t.Drain()
 		}
@@ -185,5 +193,13 @@ func (n *Node) Hub() *hub.Hub { return n.hub }
 // for a single node).
 func (n *Node) Broker() broker.Broker { return n.broker }
 
-// Draining reports whether Shutdown has begun.
-func (n *Node) Draining() bool { return n.draining.Load() }
+// Draining reports whether Drain or Shutdown has begun: the transports
+// accept no new connection.
+func (n *Node) Draining() bool { return n.draining.Load() || n.lameDuck.Load() }
+
+// transportList returns the transports, in the order added.
+func (n *Node) transportList() []Transport {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Transport(nil), n.transports...)
+}

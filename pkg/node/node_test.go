@@ -69,6 +69,23 @@ func (b recordingBroker) Close() error {
 	return nil
 }
 
+// startRecording starts a node whose broker records into st, with two
+// transports: a recordingTransport "a" and the one b returns for it.
+func startRecording(t *testing.T, st *steps, b func(*Node) Transport) *Node {
+	t.Helper()
+	n, err := New(Config{Hub: hub.Config{Workers: 1, Tick: 20 * time.Millisecond},
+		Session: session.Config{Auth: denyAll{}, Broker: recordingBroker{steps: st}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.AddTransport(1, &recordingTransport{name: "a", steps: st, n: n})
+	n.AddTransport(2, b(n))
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 type denyAll struct{}
 
 func (denyAll) Validate(context.Context, string) (*auth.Grant, error) { return nil, auth.ErrDenied }
@@ -87,16 +104,7 @@ func TestNewNeedsAnAuthenticator(t *testing.T) {
 // cancels the base context last.
 func TestShutdownOrder(t *testing.T) {
 	var st steps
-	n, err := New(Config{Hub: hub.Config{Workers: 1, Tick: 20 * time.Millisecond},
-		Session: session.Config{Auth: denyAll{}, Broker: recordingBroker{steps: &st}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.AddTransport(1, &recordingTransport{name: "a", steps: &st, n: n})
-	n.AddTransport(2, &recordingTransport{name: "b", steps: &st, n: n})
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
+	n := startRecording(t, &st, func(n *Node) Transport { return &recordingTransport{name: "b", steps: &st, n: n} })
 	if failing := n.NotReady(); failing != nil {
 		t.Fatalf("NotReady after Start = %v, want none", failing)
 	}

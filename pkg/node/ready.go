@@ -67,14 +67,17 @@ func (n *Node) ReadyWarnings() []NotReadyReason {
 }
 
 // NotReady returns the readiness conditions that do not hold, nil when the
-// node is ready: it is not shutting down (Shutdown has begun:
-// "shutting_down"), its broker backend (when it has a Ready() error
-// method, checked by type assertion) is connected
-// ("broker"), the backend's shared state works (when it is a
+// node is ready: it is not draining (Drain has begun: "draining"), not
+// shutting down (Shutdown has begun: "shutting_down"), its broker backend
+// (when it has a Ready() error method, checked by type assertion) is
+// connected ("broker"), the backend's shared state works (when it is a
 // broker.StateReporter: "cluster_state"), and every check added with
 // AddReadyCheck passes.
 func (n *Node) NotReady() []NotReadyReason {
 	var out []NotReadyReason
+	if n.lameDuck.Load() {
+		out = append(out, NotReadyReason{Name: "draining", Err: errDrainingReady})
+	}
 	if n.draining.Load() {
 		out = append(out, NotReadyReason{Name: "shutting_down", Err: errShuttingDown})
 	}

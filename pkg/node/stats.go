@@ -119,10 +119,7 @@ var infoCloses = [disconnect.NumReasons]bool{
 // go of it (session.Config.OnClose).
 func (n *Node) closed(c *hub.Conn) {
 	r := c.CloseReason()
-	k := KindHTTP
-	if b, ok := n.byEnc[c.EncodingID()].Load().(transportBox); ok {
-		k = b.t.Kind(c)
-	}
+	k := n.kind(c)
 	if k == KindInternal {
 		return
 	}
@@ -180,3 +177,12 @@ func (n *Node) Readdress(c *hub.Conn, from net.Addr) edge.Refusal {
 // Refused returns the connections the edge limits refused, by
 // edge.Refusal.
 func (n *Node) Refused() [edge.NumRefusals]uint64 { return n.limits.Refused() }
+
+// kind is the kind of c by its transport (Transport.Kind), KindHTTP when
+// no transport serves its encoding.
+func (n *Node) kind(c *hub.Conn) Kind {
+	if b, ok := n.byEnc[c.EncodingID()].Load().(transportBox); ok {
+		return b.t.Kind(c)
+	}
+	return KindHTTP
+}

@@ -62,6 +62,12 @@ func (s *Server) handshake(st *connState, b []byte) int {
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
+	if s.lameDuck.Load() && string(path) != "/health" && string(path) != "/ready" {
+		s.obs.handshakes[HandshakeRejected].Add(1)
+		s.httpErrorWith(st, http.StatusServiceUnavailable, "Retry-After: 1\r\n",
+			"this node is draining: connect to another one")
+		return len(req)
+	}
 	switch string(path) {
 	case internalPublishPath:
 		n := s.internalPublish(st, b)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -108,6 +109,8 @@ type Server struct {
 	hub   *hub.Hub                  // node.Hub()
 	loop  *reactor.Loop[*connState] // accepts and reads the connections (read.go)
 	obs   instruments               // counters for /metrics (stats.go)
+	// lameDuck is set by LameDuck: only /health and /ready are answered.
+	lameDuck atomic.Bool
 }
 
 // New builds the Server of n's WebSocket connections (encoding 0,
@@ -178,6 +181,13 @@ func (s *Server) Kind(c *hub.Conn) node.Kind {
 // Drain makes the server close every connection it accepts from now on
 // (node.Transport); the node's Shutdown calls it.
 func (s *Server) Drain() { s.loop.Drain() }
+
+// LameDuck makes the server refuse every new request but the probes
+// (node.LameDuck; the node's Drain calls it instead of Drain): /health and
+// /ready are still answered, so a load balancer reads /ready's 503
+// "draining"; an upgrade (/ws, /mqtt) or any other request gets 503
+// Service Unavailable with Retry-After: 1 and is closed. It never blocks.
+func (s *Server) LameDuck() { s.lameDuck.Store(true) }
 
 // Shutdown stops accepting and closes the event loop within ctx
 // (node.Transport); the node's Shutdown calls it once the hub has closed
