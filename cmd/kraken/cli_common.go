@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +26,7 @@ const exitUsage = 2
 type cliFlags struct {
 	url     string
 	token   string
+	caFile  string
 	timeout time.Duration
 	qos     int
 }
@@ -40,6 +44,8 @@ func newCLIFlags(name, usage string, lookup func(string) (string, bool), stderr 
 	token, _ := lookup("KRAKEN_TOKEN")
 	fs.StringVar(&cf.url, "url", url, "broker WebSocket URL (env KRAKEN_URL)")
 	fs.StringVar(&cf.token, "token", token, "access token (env KRAKEN_TOKEN)")
+	caFile, _ := lookup("KRAKEN_CAFILE")
+	fs.StringVar(&cf.caFile, "cafile", caFile, "PEM CA certificates that a wss:// broker's certificate must chain to, instead of the system's (env KRAKEN_CAFILE)")
 	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "how long to wait for the broker to connect or answer")
 	fs.IntVar(&cf.qos, "qos", 1, "QoS level 0, 1 or 2")
 	fs.Usage = func() {
@@ -91,6 +97,17 @@ func (cf *cliFlags) check() error {
 func (cf *cliFlags) connect(ctx context.Context, opts client.Options) (*client.Client, error) {
 	opts.URL = cf.url
 	opts.RequestTimeout = cf.timeout
+	if cf.caFile != "" {
+		pem, err := os.ReadFile(cf.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cafile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cafile %s holds no PEM certificate", cf.caFile)
+		}
+		opts.TLSConfig = &tls.Config{RootCAs: pool}
+	}
 	c := client.New(cf.token, opts)
 	ctx, cancel := context.WithTimeout(ctx, cf.timeout)
 	defer cancel()

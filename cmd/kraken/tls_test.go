@@ -137,15 +137,33 @@ func TestServeWSSAndCertificateReload(t *testing.T) {
 	b.expectRunning(t)
 }
 
-// TestPubToTheTLSPortWithWSSaysUseWSS: kraken pub with a ws:// URL on the
-// wss:// port is told to use wss://.
-func TestPubToTheTLSPortWithWSSaysUseWSS(t *testing.T) {
+// TestPubOverWSS: kraken pub with a ws:// URL on the wss:// port is told
+// to use wss://; with wss:// it needs the broker's CA, which --cafile (or
+// KRAKEN_CAFILE) gives it, and then publishes to a subscriber.
+func TestPubOverWSS(t *testing.T) {
 	ca := certstest.New(t, "pub")
 	certFile, keyFile := ca.Server("kraken", time.Hour)
 	wssPort := freePort(t)
-	startBroker(t, "", "WSS_PORT="+wssPort, "TLS_CERT_FILE="+certFile, "TLS_KEY_FILE="+keyFile)
+	b := startBroker(t, "", "WSS_PORT="+wssPort, "TLS_CERT_FILE="+certFile, "TLS_KEY_FILE="+keyFile)
+	url := "wss://127.0.0.1:" + wssPort + "/ws"
+	pub := []string{"pub", "--token", "dev-token-alice", "demo/general/messages", `"over wss"`}
 	code, _, stderr := runIn(nil, "pub", "--url", "ws://127.0.0.1:"+wssPort+"/ws", "--token", "dev-token-alice", "demo/general/messages", "1")
 	if code == 0 || !strings.Contains(stderr, "speaks TLS; use wss://") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+		t.Fatalf("ws:// to the TLS port: exit %d, stderr %q", code, stderr)
 	}
+	if code, _, stderr := runIn(nil, append(pub, "--url", url)...); code == 0 || !strings.Contains(stderr, "certificate signed by unknown authority") {
+		t.Fatalf("without the CA: exit %d, stderr %q", code, stderr)
+	}
+	bob := testpeer.Dial(t, b.addr)
+	bob.Auth("dev-token-bob")
+	bob.Send("type", "subscribe", "topic", "demo/general/messages")
+	bob.ExpectFields("type", "subscribed")
+	if code, _, stderr := runIn(nil, append(pub, "--url", url, "--cafile", ca.File)...); code != 0 {
+		t.Fatalf("--cafile: exit %d, stderr %q", code, stderr)
+	}
+	bob.ExpectFields("type", "message", "data", "over wss")
+	if code, _, stderr := runIn([]string{"KRAKEN_CAFILE=" + ca.File}, append(pub, "--url", url)...); code != 0 {
+		t.Fatalf("KRAKEN_CAFILE: exit %d, stderr %q", code, stderr)
+	}
+	bob.ExpectFields("type", "message", "data", "over wss")
 }

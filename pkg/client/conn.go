@@ -107,7 +107,7 @@ func (c *Client) dial(ctx context.Context, reconnect bool) (*conn, Info, error) 
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	defer stop()
 	diag := &dialDiag{}
-	d := ws.Dialer{Timeout: c.opts.DialTimeout, NetDial: diag.netDial, OnStatusError: diag.onStatusError}
+	d := ws.Dialer{Timeout: c.opts.DialTimeout, NetDial: diag.netDial, OnStatusError: diag.onStatusError, TLSConfig: c.opts.TLSConfig}
 	nc, br, _, err := d.Dial(ctx, c.opts.URL)
 	if err != nil {
 		if c.isClosed() {

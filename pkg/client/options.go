@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"time"
 )
 
@@ -72,6 +73,10 @@ type Options struct {
 	// DialTimeout bounds the WebSocket handshake plus the auth exchange of
 	// each connection attempt; 0 means RequestTimeout.
 	DialTimeout time.Duration
+	// TLSConfig is the TLS configuration of a wss:// URL (a private CA in
+	// RootCAs, a client certificate); nil means Go's defaults: the
+	// system's CAs and the URL's host name.
+	TLSConfig *tls.Config
 	// RequestTimeout bounds a request (Subscribe, Publish, ...) whose
 	// context has no deadline; 0 means 10 s.
 	RequestTimeout time.Duration
