@@ -296,14 +296,21 @@ func (l *Limiter) release(addr netip.Addr, pending bool, now int64) {
 		a.pending--
 		l.pending--
 	}
-	if a.open > 0 {
-		return
-	}
-	if a.refill(l.lim, now); a.tokens >= float64(l.lim.AcceptBurst) {
-		delete(l.addrs, addr)
+	if a.open > 0 || l.forgetRested(addr, a, now) {
 		return
 	}
 	l.idle = append(l.idle, idleAddr{addr, now})
+}
+
+// forgetRested forgets addr, whose counts are a and which has no
+// connection, once its bucket is full again, and reports whether it did.
+// Called with l.mu held.
+func (l *Limiter) forgetRested(addr netip.Addr, a *addrCount, now int64) bool {
+	if a.refill(l.lim, now); a.tokens < float64(l.lim.AcceptBurst) {
+		return false
+	}
+	delete(l.addrs, addr)
+	return true
 }
 
 // forgetIdle forgets the queued addresses whose bucket has refilled since
@@ -320,9 +327,7 @@ func (l *Limiter) forgetIdle(now int64) {
 		l.idle[l.idleHead] = idleAddr{}
 		l.idleHead++
 		if a := l.addrs[e.addr]; a != nil && a.open <= 0 {
-			if a.refill(l.lim, now); a.tokens >= float64(l.lim.AcceptBurst) {
-				delete(l.addrs, e.addr)
-			}
+			l.forgetRested(e.addr, a, now)
 		}
 	}
 	if l.idleHead == len(l.idle) {

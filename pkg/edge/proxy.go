@@ -106,9 +106,9 @@ func ParseProxyHeader(buf []byte) (used int, src netip.AddrPort, err error) {
 	if !ok {
 		return n, netip.AddrPort{}, nil
 	}
-	ip, ok := netip.AddrFromSlice(s.IP)
-	if !ok {
+	ap := s.AddrPort()
+	if !ap.Addr().IsValid() {
 		return 0, netip.AddrPort{}, fmt.Errorf("%w: source address", ErrProxyHeader)
 	}
-	return n, netip.AddrPortFrom(ip.Unmap(), uint16(s.Port)), nil
+	return n, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 }

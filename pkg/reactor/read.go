@@ -73,7 +73,7 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 		_ = r.Release()
 		return
 	}
-	if l.cfg.ProxyProtocol || l.cfg.ProxyProtocolTLS {
+	if l.cfg.ProxyProtocol { // a TLS connection's header is readTLS's
 		if !l.proxyHeader(st, s, c, r) { // proxy.go
 			return
 		}

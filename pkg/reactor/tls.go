@@ -3,7 +3,6 @@ package reactor
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"slices"
@@ -84,10 +83,6 @@ type wouldBlock struct{}
 func (wouldBlock) Error() string   { return "reactor: no more input for now" }
 func (wouldBlock) Timeout() bool   { return true }
 func (wouldBlock) Temporary() bool { return true }
-
-// errNotTLS is the failure of a connection whose first bytes are not a TLS
-// handshake record.
-var errNotTLS = errors.New("reactor: the client did not start a TLS handshake")
 
 // tlsSocket is the Socket of a connection on a TLS Loop: netpoll's
 // connection under crypto/tls. It is the net.Conn crypto/tls reads and
@@ -279,12 +274,7 @@ func (t *tlsSocket) Read(p []byte) (int, error) {
 	}
 	for {
 		t.mu.Lock()
-		if len(t.in) > 0 {
-			n := copy(p, t.in)
-			t.in = t.in[n:]
-			if len(t.in) == 0 {
-				t.in = nil
-			}
+		if n := t.takeIn(p); n > 0 {
 			t.mu.Unlock()
 			return n, nil
 		}
@@ -297,13 +287,19 @@ func (t *tlsSocket) Read(p []byte) (int, error) {
 	}
 }
 
+// takeIn moves what in holds, as much as fits, to p, with mu held, and
+// returns how much.
+func (t *tlsSocket) takeIn(p []byte) int {
+	n := copy(p, t.in)
+	t.in = t.in[n:]
+	if len(t.in) == 0 {
+		t.in = nil
+	}
+	return n
+}
+
 func (t *tlsSocket) readEstablished(p []byte) (int, error) {
-	if len(t.in) > 0 {
-		n := copy(p, t.in)
-		t.in = t.in[n:]
-		if len(t.in) == 0 {
-			t.in = nil
-		}
+	if n := t.takeIn(p); n > 0 {
 		return n, nil
 	}
 	if t.src == nil || t.srcMax <= 0 {
@@ -433,7 +429,7 @@ func (t *tlsSocket) writev(bufs [][]byte) (int, error) {
 			size += len(bufs[j])
 			j++
 		}
-		if err := t.encrypt(bufs[i:j], size); err != nil {
+		if err := t.encrypt(bufs[i:j]); err != nil {
 			return written, err
 		}
 		t.wmu.Lock()
@@ -457,9 +453,9 @@ const coalesceMax = 1 << 14
 
 var coalescePool = sync.Pool{New: func() any { b := make([]byte, 0, coalesceMax); return &b }}
 
-// encrypt writes bufs, size plaintext bytes in all, through crypto/tls: a
-// lone buffer as it is, several gathered into one record.
-func (t *tlsSocket) encrypt(bufs [][]byte, size int) error {
+// encrypt writes bufs through crypto/tls: a lone buffer as it is, several
+// gathered into one record.
+func (t *tlsSocket) encrypt(bufs [][]byte) error {
 	if len(bufs) == 1 {
 		_, err := t.conn.Write(bufs[0])
 		return err
@@ -469,8 +465,7 @@ func (t *tlsSocket) encrypt(bufs [][]byte, size int) error {
 	for _, x := range bufs {
 		b = append(b, x...)
 	}
-	_, err := t.conn.Write(b[:size])
-	clear(b)
+	_, err := t.conn.Write(b)
 	*p = b[:0]
 	coalescePool.Put(p)
 	return err

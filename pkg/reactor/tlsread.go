@@ -99,7 +99,6 @@ func (l *Loop[C]) decryptAndProcess(st C, t *tlsSocket, s *Stream, c *hub.Conn) 
 			break
 		}
 	}
-	clear(*p)
 	plainPool.Put(p)
 	if got {
 		l.process(st, s, c, s.partial, true, time.Now().UnixNano())

@@ -308,3 +308,36 @@ func TestAcceptRateBehindATrustedProxyIsTheClients(t *testing.T) {
 		}
 	}
 }
+
+// A trusted proxy's own request (it forwards no client address) whose
+// body comes in a later write is looked at again when it completes; its
+// address's bounds are applied once: with a burst of one new connection
+// per address, it is served, not refused half-way for its own second
+// look.
+func TestForwardedRequestBodyInALaterWriteIsAdmittedOnce(t *testing.T) {
+	trusted, err := edge.ParseTrustedProxies("127.0.0.12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, func(c *testConfig) {
+		withSecret(c)
+		c.Limits = edge.Limits{AcceptRate: 1, AcceptBurst: 1}
+		c.TrustedProxies = trusted
+	})
+	body := `{"topic":"demo-app/demo/general/messages","payload":"late body"}`
+	c := dialFrom(t, s, "127.0.0.12")
+	head := "POST /internal/publish HTTP/1.1\r\nHost: kraken.test\r\n" +
+		"Authorization: Bearer " + testInternalSecret + "\r\nContent-Type: application/json\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	if _, err := c.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the head is read and looked at alone
+	if _, err := c.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	resp, answer := readResponse(t, c, bufio.NewReader(c))
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST = %d %s", resp.StatusCode, answer)
+	}
+}

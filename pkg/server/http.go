@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -246,13 +247,19 @@ func (s *Server) forwardedFor(st *connState, req []byte) bool {
 		headerValues(req, "X-Forwarded-For", func(v []byte) { xff = append(xff, v) })
 	}
 	// The connection was admitted on the node's bounds alone (Open): its
-	// address's apply now, to the client's address the proxy forwards, or
-	// to the proxy's own when it forwards none.
-	from := st.RemoteAddr()
-	if client, ok := tp.ClientAddr(peer, fwd, xff); ok {
-		if was, ok := st.Readdress(client); ok {
-			from = was
+	// address's apply now, once, to the client's address the proxy
+	// forwards, or to the proxy's own when it forwards none.
+	client, ok := tp.ClientAddr(peer, fwd, xff)
+	if !ok {
+		ta, isTCP := st.RemoteAddr().(*net.TCPAddr)
+		if !isTCP {
+			return true
 		}
+		client = ta.AddrPort()
+	}
+	from, ok := st.Readdress(client)
+	if !ok { // done already: a request whose body is still coming
+		return true
 	}
 	if r := s.node.Readdress(st.Conn, from); r != edge.Admitted {
 		s.refuseAtEdge(st, r)
