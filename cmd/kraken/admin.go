@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/NoLagApp/kraken/pkg/admin"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/config"
 	"github.com/NoLagApp/kraken/pkg/metrics"
@@ -19,23 +20,27 @@ import (
 )
 
 // The admin listener (ADMIN_ADDR, default 127.0.0.1:9469): Prometheus
-// metrics, readiness with its reasons, liveness and the Go profiler, over
-// net/http and apart from the WebSocket port, whose hand-written HTTP path
-// serves only /ws, /health, /ready and /internal/publish. Nothing here is
-// authenticated: keep it on loopback or a private network
-// (docs/operations.md).
+// metrics, readiness with its reasons, liveness, the admin API and its
+// status page (pkg/admin) and the Go profiler, over net/http and apart
+// from the WebSocket port, whose hand-written HTTP path serves only /ws,
+// /health, /ready and /internal/publish. /metrics, /ready and /health are
+// open (probes and scrapers); the admin API, the status page and the
+// profiler take the bearer secret ADMIN_SECRET when it is set, which it
+// must be off loopback (config.Load; docs/operations.md).
 
 // adminIndex is the answer of GET / on the admin listener.
 const adminIndex = `kraken admin listener
   /metrics       Prometheus metrics (text format)
   /ready         readiness: 200 {"status":"ready"}, or 503 with the failing checks and their reasons; "warnings" lists problems that leave it ready
   /health        liveness: 200 {"status":"ok"}
+  /status        the status page (a browser; asks for ADMIN_SECRET when one is set)
+  /api/          the admin API: connections, disconnect, revoke, topics, presence, info, drain (GET /api/openapi.json)
   /debug/pprof/  Go profiler (heap, goroutine, profile?seconds=N, trace?seconds=N)
 `
 
-// adminHandler routes the admin listener: src's metrics, and n's
-// readiness with its reasons.
-func adminHandler(src metrics.Sources, n *node.Node) http.Handler {
+// adminHandler routes the admin listener: src's metrics, n's readiness
+// with its reasons, and api.
+func adminHandler(src metrics.Sources, n *node.Node, api *admin.API) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(src)))
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
@@ -51,13 +56,14 @@ func adminHandler(src metrics.Sources, n *node.Node) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
+	api.Register(mux)
 	// The profiler, registered here only: net/http/pprof's init also puts
 	// it on http.DefaultServeMux, which nothing in kraken serves.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/", api.Guard(http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", api.Guard(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", api.Guard(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", api.Guard(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", api.Guard(http.HandlerFunc(pprof.Trace)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte(adminIndex))
@@ -77,7 +83,7 @@ type adminServer struct {
 // logged and the broker goes on without it: the WebSocket service matters
 // more than its metrics, and several nodes on one host would otherwise
 // need distinct ports before any of them starts (set ADMIN_ADDR for each).
-func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCerts, log *zap.Logger) *adminServer {
+func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCerts, drain func(exit bool) error, log *zap.Logger) *adminServer {
 	if cfg.AdminAddr == config.AddrOff {
 		log.Info("admin listener disabled (ADMIN_ADDR=off): no /metrics, /ready or /debug/pprof")
 		return nil
@@ -90,7 +96,7 @@ func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCer
 	}
 	a := &adminServer{addr: ln.Addr(), done: make(chan struct{}),
 		hs: &http.Server{
-			Handler:           adminHandler(src, n),
+			Handler:           adminHandler(src, n, admin.New(n, adminConfig(cfg, src.Version, drain, log))),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       time.Minute,
 			ErrorLog:          adminErrorLog(log.Named("admin")),
@@ -111,8 +117,20 @@ func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCer
 		}
 	}()
 	log.Info("admin listener", zap.String("addr", a.addr.String()), zap.Bool("tls", a.hs.TLSConfig != nil),
-		zap.Strings("paths", []string{"/metrics", "/ready", "/health", "/debug/pprof/"}))
+		zap.Strings("paths", []string{"/metrics", "/ready", "/health", "/status", "/api/", "/debug/pprof/"}),
+		zap.Bool("secret", cfg.AdminSecret != ""))
 	return a
+}
+
+// adminConfig is the admin API's configuration from cfg: its secret, and
+// every setting for GET /api/info (secrets masked).
+func adminConfig(cfg config.Config, version string, drain func(exit bool) error, log *zap.Logger) admin.Config {
+	settings := map[string]string{}
+	for _, v := range cfg.Values() {
+		settings[v.Env] = v.Shown()
+	}
+	return admin.Config{Secret: cfg.AdminSecret, Version: version, Settings: settings, Drain: drain,
+		Logger: log.Named("admin")}
 }
 
 // close stops the admin listener within a second (a profile in progress is

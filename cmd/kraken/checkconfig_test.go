@@ -69,7 +69,7 @@ func TestCheckConfig(t *testing.T) {
 		{name: "a flag fixes a bad variable", args: []string{"-t", "--ws-port=9000"}, env: []string{"WS_PORT=abc", "AUTH_FILE=" + good},
 			want: []string{"kraken check-config: OK"}},
 		{name: "warnings do not fail", args: []string{"-t"},
-			env: []string{"AUTH_ALLOW_ALL=true", "ADMIN_ADDR=0.0.0.0:9469", "INTERNAL_SECRET=change_me"},
+			env: []string{"AUTH_ALLOW_ALL=true", "ADMIN_ADDR=0.0.0.0:9469", "ADMIN_SECRET=ops-key", "INTERNAL_SECRET=change_me"},
 			want: []string{"warning: AUTH_ALLOW_ALL=true", "warning: ADMIN_ADDR=0.0.0.0:9469 listens beyond loopback",
 				`warning: INTERNAL_SECRET is the placeholder "change_me"`, "token file: not used (AUTH_ALLOW_ALL=true)",
 				"kraken check-config: OK (3 warnings)"}},

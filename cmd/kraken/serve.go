@@ -191,7 +191,21 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if tc != nil {
 		comps = append(comps, tc.store)
 	}
-	admin := startAdmin(cfg, metrics.Sources{Components: comps, BrokerStats: brokerStats(fanout), Version: version}, n, tc, log)
+	// POST /api/drain asks serve's goroutine to drain, as SIGUSR2 does;
+	// exit false keeps the process up, drained, until it is stopped.
+	drainAsked := make(chan bool, 1)
+	askDrain := func(exit bool) error {
+		if n.Draining() {
+			return node.ErrDraining
+		}
+		select {
+		case drainAsked <- exit:
+			return nil
+		default:
+			return node.ErrDraining
+		}
+	}
+	admin := startAdmin(cfg, metrics.Sources{Components: comps, BrokerStats: brokerStats(fanout), Version: version}, n, tc, askDrain, log)
 	defer admin.close()
 	// Started only now: a reload runs the hub's revalidation (OnChange).
 	// Both stop when the node starts shutting down (running).
@@ -209,6 +223,15 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		log.Info("SIGUSR2: draining", zap.Duration("drain", cfg.DrainTimeout))
 		if err := n.Drain(ctx, cfg.DrainTimeout); err != nil {
 			log.Info("drain cut short", zap.Error(err))
+		}
+	case exit := <-drainAsked:
+		log.Info("admin API: draining", zap.Duration("drain", cfg.DrainTimeout), zap.Bool("exit", exit))
+		if err := n.Drain(ctx, cfg.DrainTimeout); err != nil {
+			log.Info("drain cut short", zap.Error(err))
+		}
+		if !exit {
+			log.Info("drained; staying up, not ready, until stopped (SIGTERM)")
+			<-ctx.Done()
 		}
 	}
 	stopRunning()

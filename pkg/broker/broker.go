@@ -194,3 +194,27 @@ type InterestWaiter interface {
 type StateReporter interface {
 	StateReady() error
 }
+
+// Operator is a Broker that carries the admin API's requests (pkg/admin)
+// to the other nodes of the cluster and brings their answers back, so an
+// operator's list or action on one node covers them all. The requests and
+// answers are opaque bytes to the broker.
+type Operator interface {
+	// Peers returns the ids of the other nodes judged live now, sorted.
+	Peers() []string
+	// Ask sends req to every other node and returns their answers as they
+	// came, until each node of Peers at the call has answered or ctx
+	// ends. A node that did not answer is missing from the result; an
+	// error means req could not be sent at all.
+	Ask(ctx context.Context, req []byte) ([]Answer, error)
+	// Answer installs h as this node's answerer of the other nodes'
+	// requests; h gets a context bounded by the asker's wait. Until it is
+	// called, requests are left unanswered.
+	Answer(h func(ctx context.Context, req []byte) []byte)
+}
+
+// Answer is one node's answer to Operator.Ask.
+type Answer struct {
+	Node string
+	Data []byte
+}

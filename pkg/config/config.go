@@ -62,6 +62,12 @@ type Config struct {
 	// in Prometheus' exporter range and clashes with no common exporter
 	// (docs/operations.md).
 	AdminAddr string
+	// AdminSecret is the bearer secret of the admin API, the status page
+	// and the profiler on the admin listener (ADMIN_SECRET, ""; /metrics,
+	// /ready and /health stay open for probes and scrapers). Required when
+	// ADMIN_ADDR is not a loopback address: a listener others can reach
+	// must not let them disconnect clients (docs/operations.md).
+	AdminSecret string
 	// AuthBackend selects the auth backend (AUTH_BACKEND, "static"): the
 	// token file, or "http", the user's auth service (wire-reference.md §5.1).
 	AuthBackend string
@@ -339,6 +345,10 @@ func (c Config) problems() []error {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"ADMIN_ADDR=%s: the port is WS_PORT's (%d); give the admin listener a port of its own, or off", c.AdminAddr, c.WSPort)})
 	}
+	if ok("ADMIN_ADDR", "ADMIN_SECRET") && c.AdminSecret == "" && !c.AdminOnLoopback() {
+		errs = append(errs, &fieldError{msg: fmt.Sprintf(
+			"ADMIN_ADDR=%s is not a loopback address and ADMIN_SECRET is empty: set ADMIN_SECRET (the admin API can disconnect clients), or keep the admin listener on 127.0.0.1", c.AdminAddr)})
+	}
 	if ok("MQTT_ENABLED", "MQTT_PORT", "WS_PORT") && c.MQTTEnabled && c.MQTTPort != 0 && c.MQTTPort == c.WSPort {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"MQTT_PORT=%d: the port is WS_PORT's; give the MQTT listener a port of its own", c.MQTTPort)})
@@ -361,6 +371,24 @@ func (c Config) problems() []error {
 		}
 	}
 	return errs
+}
+
+// AdminOnLoopback reports whether the admin listener is off or only on a
+// loopback address (127.0.0.0/8, ::1, localhost): then ADMIN_SECRET may
+// be empty.
+func (c Config) AdminOnLoopback() bool {
+	if c.AdminAddr == AddrOff {
+		return true
+	}
+	host, _, err := net.SplitHostPort(c.AdminAddr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // adminClashes reports an admin listener on the WebSocket port of an

@@ -78,6 +78,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"MQTT_MAX_QUEUED_BYTES", "65536", func(c Config) bool { return c.MQTTMaxQueuedBytes == 65536 }},
 		{"MQTT_ENABLED", "true", func(c Config) bool { return c.MQTTEnabled }},
 		{"ADMIN_ADDR", "0.0.0.0:9469", func(c Config) bool { return c.AdminAddr == "0.0.0.0:9469" }},
+		{"ADMIN_SECRET", "ops-key", func(c Config) bool { return c.AdminSecret == "ops-key" }},
 		{"ADMIN_ADDR", "off", func(c Config) bool { return c.AdminAddr == "off" }},
 		{"AUTH_BACKEND", "Static", func(c Config) bool { return c.AuthBackend == "static" }},
 		{"AUTH_HTTP_URL", "https://auth.example/v1/kraken", func(c Config) bool { return c.AuthHTTPURL == "https://auth.example/v1/kraken" }},
@@ -138,6 +139,7 @@ func TestEveryVariableParses(t *testing.T) {
 		"WSS_PORT": files, "ADMIN_TLS": files, "MQTTS_PORT": append([]string{"MQTT_ENABLED", "true"}, files...),
 		"TLS_CERT_FILE": {"WSS_PORT", "8443", "TLS_KEY_FILE", "/k"}, "TLS_KEY_FILE": {"WSS_PORT", "8443", "TLS_CERT_FILE", "/c"},
 		"TLS_CLIENT_CA_FILE": append([]string{"WSS_PORT", "8443"}, files...),
+		"ADMIN_ADDR":         {"ADMIN_SECRET", "ops-key"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -179,7 +179,7 @@ func TestHelp(t *testing.T) {
 // optionalString lists the settings whose default is empty: unset means
 // "none" (no URL, no secret, no origin check).
 var optionalString = map[string]bool{
-	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true,
+	"AUTH_HTTP_URL": true, "BACKEND_SECRET": true, "CONTROL_HTTP_URL": true, "INTERNAL_SECRET": true, "ADMIN_SECRET": true,
 	"NATS_URL": true, "NATS_CREDS": true, "NATS_TLS_CA": true, "NODE_ID": true, "ALLOWED_ORIGINS": true,
 	"WSS_PORT": true, "MQTTS_PORT": true, "TLS_CERT_FILE": true, "TLS_KEY_FILE": true, "TLS_CLIENT_CA_FILE": true,
 	"PROXY_PROTOCOL": true, "TRUSTED_PROXIES": true,

@@ -80,6 +80,10 @@ const (
 	// client is told with CONNACK 3, no close frame (a WebSocket client is
 	// answered in HTTP before any upgrade: HTTPDone).
 	EdgeLimit
+	// Operator: the admin API disconnected the connection (POST
+	// /api/disconnect, docs/operations.md); 1008 "disconnected_by_operator"
+	// unless the operator chose another code of OperatorCodes and a text.
+	Operator
 
 	numReasons
 )
@@ -116,6 +120,21 @@ var table = [numReasons]entry{
 	HTTPDone:         {0, "", false, "http_done"},
 	SessionTakenOver: {ws.StatusNormalClosure, "session_taken_over", false, "session_taken_over"},
 	EdgeLimit:        {0, "", true, "edge_limit"},
+	Operator:         {ws.StatusPolicyViolation, "disconnected_by_operator", true, "operator"},
+}
+
+// OperatorCodes are the close codes an operator may choose for a
+// disconnect (Operator), with what the official SDKs do on each
+// (wire-reference.md §12): every one but 1000 makes them reconnect (1000
+// ends the Python SDK's stream for good; the JavaScript and Go SDKs
+// reconnect on every code). docs/operations.md shows the table.
+var OperatorCodes = map[ws.StatusCode]string{
+	ws.StatusNormalClosure:       "normal closure: the Python SDK stops, the others reconnect",
+	ws.StatusPolicyViolation:     "policy violation (the default): every SDK reconnects after its interval",
+	ws.StatusInternalServerError: "internal error: every SDK reconnects after its interval",
+	StatusServiceRestart:         "service restart: every SDK reconnects, to this node or another",
+	4000:                         "idle timeout: every SDK reconnects after its interval",
+	4003:                         "token expired: @nolag/js-sdk 1.14 reconnects at once with a fresh token",
 }
 
 // Code returns the close code sent for r, or 0 when r sends no close frame.
@@ -156,7 +175,8 @@ func (r Reason) entry() entry {
 // error names).
 type Disconnect struct {
 	Reason Reason
-	// Code replaces Reason.Code() when non-zero (ClientClosed only).
+	// Code replaces Reason.Code() when non-zero: ClientClosed (the
+	// client's own code, echoed) and Operator (one of OperatorCodes) only.
 	Code ws.StatusCode
 	// Text replaces Reason.Text() when non-empty; at most 123 bytes are sent
 	// (RFC 6455 §5.5: a control frame payload is at most 125 bytes).

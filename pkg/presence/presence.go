@@ -299,3 +299,22 @@ func (rm *room[C]) find(conn C) *Member[C] {
 	}
 	return nil
 }
+
+// RoomCount is a room with how many members it has, this node's and the
+// other nodes' (Registry.Rooms).
+type RoomCount struct {
+	Room
+	Members int
+}
+
+// Rooms returns the rooms with at least one member, sorted by id.
+func (rg *Registry[C]) Rooms() []RoomCount {
+	out := make([]RoomCount, 0, len(rg.rooms))
+	for _, rm := range rg.rooms {
+		if n := len(rm.members) + len(rm.remote); n > 0 {
+			out = append(out, RoomCount{Room: rm.info, Members: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b RoomCount) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
-	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/acl"
 	"github.com/NoLagApp/kraken/pkg/auth"
@@ -94,11 +93,8 @@ func (p *Protocol) applyRevalidation(c *hub.Conn, actor string, a revalidation) 
 		if errors.As(a.err, &rev) && rev.Reason != "" {
 			reason = rev.Reason
 		}
-		f := frameFor(c, Reply{Kind: KindDisconnect, Payload: disconnectPayload(reason)})
-		p.log.Info("token revoked", zap.Uint64("conn_id", c.ID), zap.String("actor_token_id", actor),
-			zap.String("reason", reason))
-		p.hub.Run(c, func(c *hub.Conn) { c.WriteFrame(f) })
-		p.hub.Close(c, disconnect.WithText(disconnect.TokenRevoked, reason))
+		p.logRevoked(c, actor, reason)
+		p.Revoke(c, reason)
 		return
 	default:
 		at := time.Now().Add(revalidateRetry - p.hub.Config().RevalidateInterval).UnixNano()

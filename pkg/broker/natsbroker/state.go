@@ -97,6 +97,8 @@ type shared struct {
 
 	// Owned by the watcher.
 	peers    map[string]*peer  // live other nodes
+	// peerIDs is the ids of peers, sorted, for any goroutine (Broker.Peers).
+	peerIDs atomic.Pointer[[]string]
 	zombies  map[string]uint64 // keys of nodes judged down, not yet deleted
 	selfSeen time.Time         // arrival of this node's newest heartbeat
 	viewFrom time.Time         // when the watch was made or the node reconnected
@@ -666,6 +668,7 @@ func (s *shared) apply(e jetstream.KeyValueEntry) {
 	if p == nil {
 		p = &peer{keys: map[string]uint64{}}
 		s.peers[node] = p
+		s.publishPeers()
 	}
 	p.seen = time.Now()
 	delete(s.zombies, key)
@@ -741,6 +744,7 @@ func (s *shared) judge() {
 // down forgets node (judged down or closed) and tells the handler, once.
 func (s *shared) down(node string, p *peer) {
 	delete(s.peers, node)
+	s.publishPeers()
 	for k, rev := range p.keys {
 		s.zombies[k] = rev
 	}

@@ -1,0 +1,133 @@
+package natsbroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/broker"
+)
+
+// The admin API's requests (broker.Operator) go to the subject
+// <prefix>.admin, which every node subscribes to; each carries its wait in
+// the header adminWait (milliseconds) and a reply inbox, and each node
+// answers on the inbox with its id in the header adminNode. The publishing
+// connection is NoEcho: a node never receives its own request.
+const (
+	adminWait = "Kraken-Wait-Ms"
+	adminNode = "Kraken-Node"
+)
+
+// adminDefaultWait bounds an answer when the asker's context has no
+// deadline.
+const adminDefaultWait = 5 * time.Second
+
+var _ broker.Operator = (*Broker)(nil)
+
+// adminSubject is the subject of the admin requests.
+func (b *Broker) adminSubject() string { return b.cfg.Prefix + ".admin" }
+
+// Peers returns the other live nodes, as the shared state's watcher knows
+// them (nil without JetStream, where nodes do not see each other).
+func (b *Broker) Peers() []string {
+	if p := b.state.peerIDs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// publishPeers stores the ids of peers for Peers; it runs on the watcher.
+func (s *shared) publishPeers() {
+	ids := make([]string, 0, len(s.peers))
+	for id := range s.peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s.peerIDs.Store(&ids)
+}
+
+// Ask implements broker.Operator.
+func (b *Broker) Ask(ctx context.Context, req []byte) ([]broker.Answer, error) {
+	peers := b.Peers()
+	if len(peers) == 0 {
+		return nil, nil
+	}
+	wait := adminDefaultWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	if wait <= 0 {
+		return nil, ctx.Err()
+	}
+	inbox := b.nc.NewRespInbox()
+	answers := make(chan *nats.Msg, len(peers)+8)
+	sub, err := b.nc.ChanSubscribe(inbox, answers)
+	if err != nil {
+		return nil, fmt.Errorf("natsbroker: admin request: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	msg := &nats.Msg{Subject: b.adminSubject(), Reply: inbox, Data: req, Header: nats.Header{}}
+	msg.Header.Set(adminWait, fmt.Sprint(wait.Milliseconds()))
+	if err := b.nc.PublishMsg(msg); err != nil {
+		return nil, fmt.Errorf("natsbroker: admin request: %w", err)
+	}
+	want := map[string]bool{}
+	for _, p := range peers {
+		want[p] = true
+	}
+	var out []broker.Answer
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(want) > 0 {
+		select {
+		case m := <-answers:
+			node := m.Header.Get(adminNode)
+			if node == "" {
+				continue
+			}
+			delete(want, node)
+			out = append(out, broker.Answer{Node: node, Data: m.Data})
+		case <-timer.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// Answer implements broker.Operator: it subscribes this node to the admin
+// subject (once). Each request is answered on its own goroutine, bounded
+// by the wait its asker gave.
+func (b *Broker) Answer(h func(ctx context.Context, req []byte) []byte) {
+	if h == nil || b.nc == nil {
+		return
+	}
+	_, err := b.nc.Subscribe(b.adminSubject(), func(m *nats.Msg) {
+		if m.Reply == "" {
+			return
+		}
+		wait := adminDefaultWait
+		if ms, err := time.ParseDuration(m.Header.Get(adminWait) + "ms"); err == nil && ms > 0 {
+			wait = ms
+		}
+		go func() { // one per request, ended within wait by h's context
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			data := h(ctx, m.Data)
+			reply := &nats.Msg{Subject: m.Reply, Data: data, Header: nats.Header{}}
+			reply.Header.Set(adminNode, b.cfg.Node)
+			if err := b.nc.PublishMsg(reply); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				b.log.Warn("admin answer not sent", zap.Error(err))
+			}
+		}()
+	})
+	if err != nil {
+		b.log.Warn("admin requests from other nodes will go unanswered", zap.Error(err))
+	}
+}
