@@ -68,9 +68,15 @@ func New(n *node.Node, cfg Config) *API {
 	return a
 }
 
+// Mux is where Register adds routes: an *http.ServeMux (its method and
+// wildcard patterns).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
+}
+
 // Register adds the API's routes to mux: the /api/ paths of
 // docs/operations.md and GET /api/openapi.json, each behind the secret.
-func (a *API) Register(mux *http.ServeMux) {
+func (a *API) Register(mux Mux) {
 	mux.Handle("GET /api/connections", a.guard(a.getConnections))
 	mux.Handle("POST /api/disconnect", a.guard(a.postDisconnect))
 	mux.Handle("POST /api/revoke", a.guard(a.postRevoke))

@@ -96,9 +96,9 @@ type shared struct {
 	lostWatch bool              // the watcher's subscription ended: watch anew
 
 	// Owned by the watcher.
-	peers    map[string]*peer  // live other nodes
+	peers map[string]*peer // live other nodes
 	// peerIDs is the ids of peers, sorted, for any goroutine (Broker.Peers).
-	peerIDs atomic.Pointer[[]string]
+	peerIDs  atomic.Pointer[[]string]
 	zombies  map[string]uint64 // keys of nodes judged down, not yet deleted
 	selfSeen time.Time         // arrival of this node's newest heartbeat
 	viewFrom time.Time         // when the watch was made or the node reconnected
