@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"bytes"
 	"github.com/gobwas/ws"
 	"github.com/tinylib/msgp/msgp"
 

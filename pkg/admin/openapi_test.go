@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/NoLagApp/kraken/pkg/admin"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
 )
 
 // recordingMux records the patterns Register adds.
@@ -121,6 +122,20 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		if err := s.check(schema, v, "$"); err != nil {
 			t.Errorf("%s %s (%d): %v\n%s", c.method, c.path, status, err, body)
 		}
+	}
+	// The codes an operator may choose are the table's.
+	enum := s.Components.Schemas["DisconnectRequest"]["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
+	var documentedCodes, codes []int
+	for _, c := range enum {
+		documentedCodes = append(documentedCodes, int(c.(float64)))
+	}
+	for c := range disconnect.OperatorCodes {
+		codes = append(codes, int(c))
+	}
+	sort.Ints(documentedCodes)
+	sort.Ints(codes)
+	if fmt.Sprint(documentedCodes) != fmt.Sprint(codes) {
+		t.Errorf("documented codes %v, disconnect.OperatorCodes %v", documentedCodes, codes)
 	}
 	// A refusal that the check must catch: the validator itself works.
 	if err := s.check(map[string]any{"$ref": "#/components/schemas/Connection"}, map[string]any{"node": "x"}, "$"); err == nil {
