@@ -52,6 +52,9 @@ func TestServeSIGUSR2Drains(t *testing.T) {
 	admin := "127.0.0.1:" + freePort(t)
 	b := startBroker(t, "", "DRAIN_SECONDS=2", "ADMIN_ADDR="+admin)
 	b.waitLogs(t, "admin listener", 1)
+	if _, body := get(t, "http://"+admin+"/metrics"); !strings.Contains(body, "\nkraken_draining 0\n") {
+		t.Errorf("/metrics before the drain has no kraken_draining 0")
+	}
 	peers := drainClients(t, b, 4)
 	began := time.Now()
 	if err := b.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
@@ -70,6 +73,9 @@ func TestServeSIGUSR2Drains(t *testing.T) {
 	}
 	if code, body := get(t, "http://"+b.addr+"/ready"); code != 503 || !strings.Contains(body, `"draining"`) {
 		t.Errorf("WebSocket port's /ready while draining: %d %s", code, body)
+	}
+	if _, body := get(t, "http://"+admin+"/metrics"); !strings.Contains(body, "\nkraken_draining 1\n") {
+		t.Errorf("/metrics while draining has no kraken_draining 1")
 	}
 	expectDrainCloses(t, peers)
 	expectExit0(t, b, 2*time.Second+5*time.Second-time.Since(began), "SIGUSR2 with DRAIN_SECONDS=2")

@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // worker's index, a backend's name): never a topic, a token, an actor or an
 // organisation.
 type Descs struct {
-	BuildInfo, Ready *prometheus.Desc
+	BuildInfo, Ready, Draining *prometheus.Desc
 
 	Connections, Authenticated, Accepted, Closed, Handshakes  *prometheus.Desc
 	SlowConsumers, InputOverflows, InputPauses, ReceivedBytes *prometheus.Desc
@@ -38,6 +38,7 @@ func NewDescs() Descs {
 	return Descs{
 		BuildInfo: n("build_info", "Always 1; the labels name the build.", "version", "go_version"),
 		Ready:     n("ready", "1 while /ready answers ready: not shutting down, the token file's last load succeeded, the auth service's breaker is closed, the broker backend is connected."),
+		Draining:  n("draining", "1 while the node is in lame-duck drain (SIGUSR2, POST /api/drain): not ready, accepting nothing, closing its connections over DRAIN_SECONDS."),
 
 		Connections:    n("connections", "Open connections: WebSocket ones, and plain HTTP requests or handshakes in progress.", "transport"),
 		Authenticated:  n("connections_authenticated", "Open WebSocket connections that are authenticated."),

@@ -424,7 +424,7 @@ func TestLabelsAreBounded(t *testing.T) {
 		}
 	}
 	for _, name := range []string{
-		"kraken_build_info", "kraken_ready", "kraken_connections", "kraken_connections_authenticated",
+		"kraken_build_info", "kraken_ready", "kraken_draining", "kraken_connections", "kraken_connections_authenticated",
 		"kraken_connections_accepted_total", "kraken_connections_closed_total", "kraken_handshakes_total",
 		"kraken_slow_consumers_total", "kraken_input_overflows_total", "kraken_received_bytes_total",
 		"kraken_auth_results_total", "kraken_auth_duration_seconds", "kraken_token_cache_entries",

@@ -39,6 +39,7 @@ func (m nodeMetrics) Collect(ctx context.Context, d *metrics.Descs, ch chan<- pr
 	st := n.Stats()
 	h := st.Hub
 	gauge(d.Ready, metrics.Bool(len(n.NotReady()) == 0))
+	gauge(d.Draining, metrics.Bool(n.lameDuck.Load()))
 
 	// Connections.
 	ws, mq := st.Open[KindWebSocket], st.Open[KindMQTT]
