@@ -267,3 +267,44 @@ func TestServeSurvivesFileDescriptorExhaustion(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesAnOpenAdminListenerWithoutASecret: an admin listener
+// beyond loopback without ADMIN_SECRET is refused at start (exit 2, the
+// reason named), as the admin API can disconnect every client; with a
+// secret the broker starts and its admin API takes only that secret.
+func TestServeRefusesAnOpenAdminListenerWithoutASecret(t *testing.T) {
+	admin := "0.0.0.0:" + freePort(t)
+	cmd := exec.Command(binary(t))
+	cmd.Env = append(os.Environ(), "WS_PORT="+freePort(t), "ADMIN_ADDR="+admin)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "ADMIN_SECRET is empty") {
+		t.Fatalf("output does not name ADMIN_SECRET:\n%s", out)
+	}
+	b := startBroker(t, "", "ADMIN_ADDR="+admin, "ADMIN_SECRET=ops-key")
+	b.waitLogs(t, "admin listener", 1)
+	local := strings.Replace(admin, "0.0.0.0", "127.0.0.1", 1)
+	if code, body := get(t, "http://"+local+"/api/info"); code != 401 || !strings.Contains(body, "ADMIN_SECRET") {
+		t.Fatalf("/api/info without the secret: %d %s", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+local+"/api/info", nil)
+	req.Header.Set("Authorization", "Bearer ops-key")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/api/info with the secret: %d", resp.StatusCode)
+	}
+	for _, open := range []string{"/ready", "/health", "/metrics"} {
+		if code, _ := get(t, "http://"+local+open); code != 200 {
+			t.Errorf("%s without the secret: %d, want 200 (probes and scrapers)", open, code)
+		}
+	}
+	if code, _ := get(t, "http://"+local+"/debug/pprof/"); code != 401 {
+		t.Errorf("/debug/pprof/ without the secret: %d, want 401", code)
+	}
+}
