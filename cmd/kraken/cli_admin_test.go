@@ -2,6 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +204,43 @@ func TestAdminCLI(t *testing.T) {
 func itoa(n uint64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestAdminCLIFakeAPI: against a stand-in for the API, a node that did not
+// answer is a warning line on standard error, an answer that is not the
+// API's JSON error is shown with its status, and an https:// address is
+// verified against --cafile.
+func TestAdminCLIFakeAPI(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/connections":
+			_, _ = io.WriteString(w, `{"connections":[{"node":"n1","conn_id":7,"actor":"bob","project":"p","transport":"websocket",`+
+				`"remote_addr":"10.0.0.1:5","connected_at":"2026-01-02T03:04:05Z","authenticated":true,"subscriptions":2,"queued_bytes":9}],`+
+				`"total":1,"nodes":[{"node":"n1","self":true,"answered":true,"count":1},{"node":"n2","answered":false,"error":"no answer within 3s"}]}`)
+		default:
+			http.Error(w, "teapot", http.StatusTeapot)
+		}
+	})
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake refused below
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := adminCLI{t: t, addr: srv.URL, env: []string{"KRAKEN_CAFILE=" + ca}}
+	code, out, errs := cli.run("list")
+	if code != 0 || !strings.Contains(out, "n1    7        bob") || !strings.Contains(out, "total 1\n") ||
+		errs != "kraken admin list: warning: node n2 did not answer: no answer within 3s\n" {
+		t.Errorf("list: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, _, errs = cli.run("info")
+	if code != 1 || errs != "kraken admin info: HTTP 418 I'm a teapot: teapot\n" {
+		t.Errorf("info: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = adminCLI{t: t, addr: srv.URL}.run("list")
+	if code != 1 || !strings.Contains(errs, "cannot reach the admin listener at "+srv.URL) || !strings.Contains(errs, "--cafile") {
+		t.Errorf("without the CA: exit %d, stderr %q", code, errs)
+	}
 }
