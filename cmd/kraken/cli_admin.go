@@ -202,11 +202,13 @@ func adminBaseURL(addr string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// adminHTTPClient returns the client of base: redirects are not followed
-// (the answer is the admin listener's own), and an https:// base trusts
+// adminHTTPClient returns the client of base: no proxy, redirects are not
+// followed (the answer is the admin listener's own), and an https:// base trusts
 // caFile's certificates, when given, instead of the system's.
 func adminHTTPClient(base, caFile string) (*http.Client, error) {
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}
+	// No proxy from the environment: the request carries the secret, in
+	// the clear over http://, to the admin listener only.
+	tr := &http.Transport{DisableKeepAlives: true}
 	if caFile != "" && strings.HasPrefix(base, "https://") {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
@@ -334,8 +336,14 @@ func (c *adminCmd) refusal(resp *http.Response, raw []byte) string {
 func (c *adminCmd) fail(err error) int { return cliFail(c.stderr, c.name, err) }
 
 // warnNodes prints a warning line per node that did not answer or
-// answered with an error.
-func (c *adminCmd) warnNodes(nodes []admin.NodeStatus) {
+// answered with an error, and reports false, with an error line, when no
+// node took part: a --node that names none (the API answers an empty
+// list, or a count of 0, for it).
+func (c *adminCmd) warnNodes(nodes []admin.NodeStatus) bool {
+	if len(nodes) == 0 {
+		fmt.Fprintf(c.stderr, "kraken %s: no node took part: is --node the name of one? (kraken admin info lists them)\n", c.name)
+		return false
+	}
 	for _, n := range nodes {
 		switch {
 		case !n.Answered:
@@ -344,6 +352,7 @@ func (c *adminCmd) warnNodes(nodes []admin.NodeStatus) {
 			fmt.Fprintf(c.stderr, "kraken %s: warning: node %s: %s\n", c.name, printable(n.Node), printable(n.Error))
 		}
 	}
+	return true
 }
 
 // decode reads raw into v; an error says the answer was not understood.
@@ -421,7 +430,9 @@ func adminList(c *adminCmd) int {
 				return c.fail(err)
 			}
 			if first && !*all && c.json {
-				c.warnNodes(page.Nodes)
+				if !c.warnNodes(page.Nodes) {
+					return exitFail
+				}
 				c.writeJSON(raw)
 				return exitOK
 			}
@@ -441,7 +452,9 @@ func adminList(c *adminCmd) int {
 			}
 			q.Set("after", page.Next)
 		}
-		c.warnNodes(merged.Nodes)
+		if !c.warnNodes(merged.Nodes) {
+			return exitFail
+		}
 		if c.json {
 			merged.Next = ""
 			if merged.Connections == nil {
@@ -521,7 +534,9 @@ func adminDisconnect(c *adminCmd) int {
 		if err := c.decode(raw, &res); err != nil {
 			return c.fail(err)
 		}
-		c.warnNodes(res.Nodes)
+		if !c.warnNodes(res.Nodes) {
+			return exitFail
+		}
 		if c.json {
 			c.writeJSON(raw)
 			return exitOK
@@ -595,7 +610,9 @@ func adminRevoke(c *adminCmd) int {
 		if err := c.decode(raw, &res); err != nil {
 			return c.fail(err)
 		}
-		c.warnNodes(res.Nodes)
+		if !c.warnNodes(res.Nodes) {
+			return exitFail
+		}
 		if c.json {
 			c.writeJSON(raw)
 			return exitOK
@@ -626,9 +643,8 @@ func adminDrain(c *adminCmd) int {
 			Exit     bool               `json:"exit"`
 			Nodes    []admin.NodeStatus `json:"nodes"`
 		}
-		if raw != nil {
-			_ = json.Unmarshal(raw, &res)
-			c.warnNodes(res.Nodes)
+		if raw != nil && json.Unmarshal(raw, &res) == nil && len(res.Nodes) > 0 {
+			c.warnNodes(res.Nodes) // the API's 404 says when no node answered
 		}
 		if err != nil {
 			return c.fail(err)
@@ -678,7 +694,9 @@ func adminTopics(c *adminCmd) int {
 		if err := c.decode(raw, &page); err != nil {
 			return c.fail(err)
 		}
-		c.warnNodes(page.Nodes)
+		if !c.warnNodes(page.Nodes) {
+			return exitFail
+		}
 		if c.json {
 			c.writeJSON(raw)
 			return exitOK
@@ -720,7 +738,9 @@ func adminInfo(c *adminCmd) int {
 		if err := c.decode(raw, &page); err != nil {
 			return c.fail(err)
 		}
-		c.warnNodes(page.Status)
+		if !c.warnNodes(page.Status) {
+			return exitFail
+		}
 		if c.json {
 			c.writeJSON(raw)
 			return exitOK

@@ -57,8 +57,8 @@ func (a adminCLI) connID(actor string) uint64 {
 // TestAdminCLI: `kraken admin` against a broker's admin API: list (a
 // table with the total, --actor, --json, pages), topics, info, disconnect
 // by connection id (the default close and a chosen one), revoke by actor
-// (4001), the API's 401 for a wrong or missing secret and an unreachable
-// address (exit 1), bad arguments (exit 2), and last drain --stay, which
+// (4001), the API's 401 for a wrong or missing secret, an unreachable
+// address and a --node that names none (exit 1), bad arguments (exit 2), and last drain --stay, which
 // makes /ready answer 503 while the process stays up.
 func TestAdminCLI(t *testing.T) {
 	adminAddr := "127.0.0.1:" + freePort(t)
@@ -143,6 +143,14 @@ func TestAdminCLI(t *testing.T) {
 		code, _, errs := cli.run("info", "--admin-addr", closed)
 		if code != 1 || !strings.Contains(errs, "cannot reach the admin listener at http://"+closed) {
 			t.Errorf("unreachable: exit %d, %s", code, errs)
+		}
+		// A --node that names no node: the API answers an empty list and
+		// no node status, which is an error here.
+		for _, args := range [][]string{{"list", "--node", "nosuch"}, {"disconnect", "--actor", "bob", "--node", "nosuch"}} {
+			code, out, errs := cli.run(args...)
+			if code != 1 || out != "" || !strings.Contains(errs, "no node took part") {
+				t.Errorf("kraken admin %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+			}
 		}
 		code, _, errs = cli.run("info", "--admin-addr", "http://"+adminAddr+"/")
 		if code != 0 {
