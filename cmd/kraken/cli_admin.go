@@ -102,7 +102,7 @@ type adminCmd struct {
 	addr, caFile   string
 	timeout        time.Duration
 	json           bool
-	// Set by connect.
+	// Set by parse.
 	base   string // http(s)://host:port[/prefix], no trailing slash
 	secret string
 	client *http.Client
@@ -170,7 +170,7 @@ func (c *adminCmd) parse(args []string) (code int, done bool) {
 	}
 	c.base = base
 	if c.client, err = adminHTTPClient(base, c.caFile); err != nil {
-		return c.usageError(err), true
+		return c.fail(err), true // as kraken pub and sub do
 	}
 	if s, ok := c.lookup("KRAKEN_ADMIN_SECRET"); ok && s != "" {
 		c.secret = s
@@ -235,7 +235,8 @@ type apiError struct {
 func (e *apiError) Error() string { return e.Msg }
 
 // call sends method path with body (JSON, when not nil) and returns the
-// answer's body when its status is ok; raw is the body of any answer.
+// answer's body, with an *apiError unless its status is one of ok (200
+// when none is given).
 func (c *adminCmd) call(method, path string, body any, ok ...int) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/pem"
 	"io"
@@ -57,7 +58,7 @@ func (a adminCLI) connID(actor string) uint64 {
 // TestAdminCLI: `kraken admin` against a broker's admin API: list (a
 // table with the total, --actor, --json, pages), topics, info, disconnect
 // by connection id (the default close and a chosen one), revoke by actor
-// (4001), the API's 401 for a wrong or missing secret, an unreachable
+// and by a token read from standard input (4001), the API's 401 for a wrong or missing secret, an unreachable
 // address and a --node that names none (exit 1), bad arguments (exit 2), and last drain --stay, which
 // makes /ready answer 503 while the process stays up.
 func TestAdminCLI(t *testing.T) {
@@ -178,6 +179,17 @@ func TestAdminCLI(t *testing.T) {
 		}
 		if code, _ := alice.ExpectClose(); code != 4001 {
 			t.Errorf("alice: close %d, want 4001", code)
+		}
+		dave := testpeer.Dial(t, b.addr)
+		dave.Auth("dev-token-bob")
+		var stdout, stderr bytes.Buffer
+		env := lookupIn(append([]string{"KRAKEN_ADMIN_ADDR=" + adminAddr}, cli.env...))
+		code := runAdminWithInput([]string{"revoke", "--token", "-"}, env, strings.NewReader("dev-token-bob\n"), &stdout, &stderr)
+		if code != 0 || !strings.HasPrefix(stdout.String(), "revoked actor bob: 1 connection closed, ") {
+			t.Errorf("revoke --token -: exit %d\nstdout: %s\nstderr: %s", code, &stdout, &stderr)
+		}
+		if code, _ := dave.ExpectClose(); code != 4001 {
+			t.Errorf("bob, revoked by token: close %d, want 4001", code)
 		}
 		if out := cli.ok("list"); !strings.Contains(out, "no connections (total 0)") {
 			t.Errorf("list after disconnect and revoke:\n%s", out)
