@@ -60,6 +60,8 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 			return runPresence(args[1:], lookup, stdout, stderr)
 		case "health":
 			return runHealth(args[1:], lookup, stdout, stderr)
+		case "admin":
+			return runAdmin(args[1:], lookup, stdout, stderr)
 		}
 	}
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
@@ -104,7 +106,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 }
 
 // commands are the subcommands run dispatches on (commandsUsage).
-var commands = map[string]bool{"serve": true, "pub": true, "sub": true, "presence": true, "health": true,
+var commands = map[string]bool{"serve": true, "pub": true, "sub": true, "presence": true, "health": true, "admin": true,
 	"check-config": true, "print-env": true, "version": true, "help": true}
 
 // commandsUsage is printed before the settings table by `kraken -h`.
@@ -113,6 +115,7 @@ const commandsUsage = `Usage: kraken [serve] [flags]   run the broker (the defau
        kraken sub TOPIC...        print the messages of topics (kraken sub -h)
        kraken presence ROOM       show who is in a room (kraken presence -h)
        kraken health              check a running broker's /health (kraken health -h)
+       kraken admin COMMAND       list and disconnect connections, revoke, drain, over the admin API (kraken admin -h)
        kraken check-config        check the settings and the token file; exit 0 or 2 (also kraken -t)
        kraken print-env           print every setting's effective value as NAME=value, secrets masked
        kraken version             print the version

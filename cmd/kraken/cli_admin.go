@@ -1,0 +1,827 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/NoLagApp/kraken/pkg/admin"
+	"github.com/NoLagApp/kraken/pkg/disconnect"
+)
+
+// `kraken admin <command>` is a client of the admin API (pkg/admin) on a
+// running broker's admin listener (ADMIN_ADDR): it lists and disconnects
+// connections, revokes an actor or a token, drains a node, and shows the
+// topics and each node's summary. The bearer secret comes from the
+// environment only (KRAKEN_ADMIN_SECRET, else ADMIN_SECRET), never from a
+// flag, which every user of the host could read in the process list.
+
+// Defaults of `kraken admin`.
+const (
+	adminDefaultAddr    = "127.0.0.1:9469" // ADMIN_ADDR's default
+	adminDefaultTimeout = 10 * time.Second
+	// adminPageAll is the page size of `kraken admin list --all` when
+	// --limit is not given: the API's largest.
+	adminPageAll = 1000
+	// adminBodyLimit bounds an answer read, in bytes.
+	adminBodyLimit = 64 << 20
+)
+
+// adminUsage is the answer of `kraken admin -h`.
+const adminUsage = `usage: kraken admin COMMAND [flags]
+
+Calls the admin API of a running broker (its admin listener, ADMIN_ADDR).
+
+commands:
+  list        list the client connections (a table; --json for the API's JSON)
+  disconnect  close connections: --conn-id ID [--node N], --actor A or --project P
+  revoke      revoke an actor or a token and close its connections
+  drain       drain a node (it exits once drained; --stay keeps it up)
+  topics      list the topics with subscribers
+  info        summarize every node
+
+Every command takes --admin-addr host:port or an http(s):// URL (env
+KRAKEN_ADMIN_ADDR, default 127.0.0.1:9469), --cafile (env KRAKEN_CAFILE) for
+an https:// admin listener with a private CA, --timeout and --json. The
+bearer secret is read from KRAKEN_ADMIN_SECRET, else ADMIN_SECRET.
+'kraken admin COMMAND -h' lists a command's flags. Exit status: 0 done,
+1 the API refused or could not be reached, 2 bad arguments.
+`
+
+// adminCommands are the commands of `kraken admin`, with their usage line.
+var adminCommands = map[string]struct {
+	usage string
+	run   func(*adminCmd) int
+}{
+	"list": {"list [--actor A] [--project P] [--transport websocket|mqtt] [--remote-addr ADDR] [--node N] [--limit N] [--all] [--json]\n\n" +
+		"Lists the client connections of every node, with the total.", adminList},
+	"disconnect": {"disconnect (--conn-id ID [--node N] | --actor A | --project P) [--transport T] [--remote-addr ADDR] [--code 1008] [--reason TEXT]\n\n" +
+		"Closes the connections named, on every node, and prints how many per node.", adminDisconnect},
+	"revoke": {"revoke (--actor A | --token T) [--reason TEXT]\n\n" +
+		"Revokes an actor, or the actor a token belongs to: its connections are\n" +
+		"closed (4001) and the cached validations of its tokens dropped. --token -\n" +
+		"reads the token from standard input (a flag shows in the process list).", adminRevoke},
+	"drain": {"drain [--node N] [--stay]\n\n" +
+		"Drains a node (the one asked by default): it stops answering ready and\n" +
+		"accepting, closes its connections over DRAIN_SECONDS, then exits, or with\n" +
+		"--stay stays up, not ready, until it is stopped.", adminDrain},
+	"topics": {"topics [--prefix P] [--node N] [--limit N] [--json]\n\n" +
+		"Lists the topics with subscribers, the busiest first.", adminTopics},
+	"info": {"info [--settings] [--json]\n\nSummarizes every node: version, uptime, readiness, connections, counters.", adminInfo},
+}
+
+// adminCmd is one run of a `kraken admin` command: its flags and the
+// client of the API.
+type adminCmd struct {
+	name           string
+	argv           []string // the arguments after the command's name
+	fs             *flag.FlagSet
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	lookup         func(string) (string, bool)
+	addr, caFile   string
+	timeout        time.Duration
+	json           bool
+	// Set by parse.
+	base   string // http(s)://host:port[/prefix], no trailing slash
+	secret string
+	client *http.Client
+	ctx    context.Context
+}
+
+// runAdmin is `kraken admin COMMAND [flags]`.
+func runAdmin(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	return runAdminWithInput(args, lookup, os.Stdin, stdout, stderr)
+}
+
+func runAdminWithInput(args []string, lookup func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "kraken admin: name a command\n\n"+adminUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stderr, adminUsage)
+		return exitOK
+	}
+	sub, ok := adminCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "kraken admin: unknown command %q\n\n%s", args[0], adminUsage)
+		return exitUsage
+	}
+	c := &adminCmd{name: "admin " + args[0], argv: args[1:], stdin: stdin, stdout: stdout, stderr: stderr, lookup: lookup}
+	c.fs = flag.NewFlagSet("kraken "+c.name, flag.ContinueOnError)
+	c.fs.SetOutput(stderr)
+	addr, ok := lookup("KRAKEN_ADMIN_ADDR")
+	if !ok || addr == "" {
+		addr = adminDefaultAddr
+	}
+	caFile, _ := lookup("KRAKEN_CAFILE")
+	c.fs.StringVar(&c.addr, "admin-addr", addr, "the admin listener: host:port, or an http:// or https:// URL (env KRAKEN_ADMIN_ADDR)")
+	c.fs.StringVar(&c.caFile, "cafile", caFile, "PEM CA certificates that an https:// admin listener's certificate must chain to, instead of the system's (env KRAKEN_CAFILE)")
+	c.fs.DurationVar(&c.timeout, "timeout", adminDefaultTimeout, "how long to wait for the answer")
+	c.fs.BoolVar(&c.json, "json", false, "print the API's JSON answer")
+	c.fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: kraken admin %s\n\nThe bearer secret is read from KRAKEN_ADMIN_SECRET, else ADMIN_SECRET.\n\nflags:\n", sub.usage)
+		c.fs.PrintDefaults()
+	}
+	// sub.run defines the command's own flags, then parses c.argv.
+	return sub.run(c)
+}
+
+// parse parses the command's arguments; done is true when the command
+// must stop with code (help shown, or a usage error reported).
+func (c *adminCmd) parse(args []string) (code int, done bool) {
+	switch err := c.fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, true
+	case err != nil:
+		return exitUsage, true // flag has printed the problem and the usage
+	}
+	if c.fs.NArg() > 0 {
+		return c.usageError(fmt.Errorf("takes no arguments, got %q", c.fs.Args())), true
+	}
+	if c.timeout <= 0 {
+		return c.usageError(errors.New("--timeout must be positive")), true
+	}
+	base, err := adminBaseURL(c.addr)
+	if err != nil {
+		return c.usageError(err), true
+	}
+	c.base = base
+	if c.client, err = adminHTTPClient(base, c.caFile); err != nil {
+		return c.fail(err), true // as kraken pub and sub do
+	}
+	if s, ok := c.lookup("KRAKEN_ADMIN_SECRET"); ok && s != "" {
+		c.secret = s
+	} else {
+		c.secret, _ = c.lookup("ADMIN_SECRET")
+	}
+	return exitOK, false
+}
+
+func (c *adminCmd) usageError(err error) int { return cliUsage(c.stderr, c.fs, c.name, err) }
+
+// adminBaseURL reads --admin-addr: host:port (http://), or an http:// or
+// https:// URL whose path, if any, prefixes /api/ (a reverse proxy's).
+func adminBaseURL(addr string) (string, error) {
+	if strings.Contains(addr, "://") {
+		u, err := url.Parse(addr)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return "", fmt.Errorf("--admin-addr %q: want host:port or an http:// or https:// URL", addr)
+		}
+		return strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("--admin-addr %q: want host:port (such as %s, ADMIN_ADDR's default) or an http:// or https:// URL", addr, adminDefaultAddr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// adminHTTPClient returns the client of base: no proxy, redirects are not
+// followed (the answer is the admin listener's own), and an https:// base trusts
+// caFile's certificates, when given, instead of the system's.
+func adminHTTPClient(base, caFile string) (*http.Client, error) {
+	// No proxy from the environment: the request carries the secret, in
+	// the clear over http://, to the admin listener only.
+	tr := &http.Transport{DisableKeepAlives: true}
+	if caFile != "" && strings.HasPrefix(base, "https://") {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cafile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cafile %s holds no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}, nil
+}
+
+// apiError is a failed call: the API's refusal (Status, with its error
+// text), or no answer at all (Status 0).
+type apiError struct {
+	Status int
+	Msg    string
+}
+
+func (e *apiError) Error() string { return e.Msg }
+
+// call sends method path with body (JSON, when not nil) and returns the
+// answer's body, with an *apiError unless its status is one of ok (200
+// when none is given).
+func (c *adminCmd) call(method, path string, body any, ok ...int) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+c.secret)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, &apiError{Msg: c.unreachable(err)}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, adminBodyLimit))
+	if err != nil {
+		return nil, &apiError{Msg: fmt.Sprintf("%s %s: reading the answer: %v", method, c.base+path, err)}
+	}
+	if len(ok) == 0 {
+		ok = []int{http.StatusOK}
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s {
+			return raw, nil
+		}
+	}
+	return raw, &apiError{Status: resp.StatusCode, Msg: c.refusal(resp, raw)}
+}
+
+// unreachable explains a request that got no answer.
+func (c *adminCmd) unreachable(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := fmt.Sprintf("cannot reach the admin listener at %s: %s", c.base, printable(err.Error()))
+	var re tls.RecordHeaderError
+	var ce *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &re) || strings.Contains(err.Error(), "first record does not look like a TLS handshake") ||
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		msg += " (it speaks plain HTTP: use http://)"
+	case errors.As(err, &ce):
+		msg += " (give its CA with --cafile or KRAKEN_CAFILE)"
+	case errors.Is(err, context.DeadlineExceeded):
+		msg += fmt.Sprintf(" (no answer within %s: --timeout)", c.timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		msg += " (is the broker running, with ADMIN_ADDR at this address? set --admin-addr or KRAKEN_ADMIN_ADDR)"
+	}
+	return msg
+}
+
+// refusal explains an answer whose status is not the one expected: the
+// API's {"error": ...}, else the start of the body.
+func (c *adminCmd) refusal(resp *http.Response, raw []byte) string {
+	msg := "HTTP " + resp.Status
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+		msg += ": " + printable(e.Error)
+	} else if s := strings.TrimSpace(string(raw)); s != "" {
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		msg += ": " + printable(s)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && c.secret == "":
+		msg += " (set KRAKEN_ADMIN_SECRET to the broker's ADMIN_SECRET)"
+	case resp.StatusCode == http.StatusBadRequest && bytes.Contains(raw, []byte("HTTPS server")):
+		msg += " (the admin listener speaks TLS: use an https:// --admin-addr)"
+	case resp.StatusCode == http.StatusNotFound && e.Error == "":
+		msg += " (no admin API there: is this a kraken admin listener of this version?)"
+	}
+	return msg
+}
+
+// fail reports err (an apiError, or one of the answer) and returns
+// exitFail.
+func (c *adminCmd) fail(err error) int { return cliFail(c.stderr, c.name, err) }
+
+// warnNodes prints a warning line per node that did not answer or
+// answered with an error, and reports false, with an error line, when no
+// node took part: a --node that names none (the API answers an empty
+// list, or a count of 0, for it).
+func (c *adminCmd) warnNodes(nodes []admin.NodeStatus) bool {
+	if len(nodes) == 0 {
+		fmt.Fprintf(c.stderr, "kraken %s: no node took part: is --node the name of one? (kraken admin info lists them)\n", c.name)
+		return false
+	}
+	for _, n := range nodes {
+		switch {
+		case !n.Answered:
+			fmt.Fprintf(c.stderr, "kraken %s: warning: node %s did not answer: %s\n", c.name, printable(n.Node), printable(n.Error))
+		case n.Error != "":
+			fmt.Fprintf(c.stderr, "kraken %s: warning: node %s: %s\n", c.name, printable(n.Node), printable(n.Error))
+		}
+	}
+	return true
+}
+
+// decode reads raw into v; an error says the answer was not understood.
+func (c *adminCmd) decode(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("the answer of %s is not the JSON expected: %v", c.base, err)
+	}
+	return nil
+}
+
+// writeJSON prints raw, the API's JSON, as it came.
+func (c *adminCmd) writeJSON(raw []byte) {
+	_, _ = c.stdout.Write(raw)
+	if len(raw) > 0 && raw[len(raw)-1] != '\n' {
+		fmt.Fprintln(c.stdout)
+	}
+}
+
+// orDash shows "" as "-" in a table.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return printable(s)
+}
+
+// withSignals runs f with c.ctx cancelled on SIGINT and SIGTERM.
+func (c *adminCmd) withSignals(f func() int) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c.ctx = ctx
+	return f()
+}
+
+func adminList(c *adminCmd) int {
+	actor := c.fs.String("actor", "", "only the connections of this actor")
+	project := c.fs.String("project", "", "only the connections of this project")
+	transport := c.fs.String("transport", "", "only websocket or mqtt connections")
+	remote := c.fs.String("remote-addr", "", "only the connections from this IP address or CIDR network")
+	node := c.fs.String("node", "", "only the connections of this node")
+	limit := c.fs.Int("limit", 0, "at most this many connections per page, 1 to 1000 (default 100; 1000 with --all)")
+	all := c.fs.Bool("all", false, "follow the pages to the last")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	if *transport != "" && *transport != "websocket" && *transport != "mqtt" {
+		return c.usageError(fmt.Errorf("--transport %q: want websocket or mqtt", *transport))
+	}
+	if *limit < 0 || *limit > adminPageAll {
+		return c.usageError(fmt.Errorf("--limit %d: want 1 to %d", *limit, adminPageAll))
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"actor": *actor, "project": *project, "transport": *transport,
+		"remote_addr": *remote, "node": *node} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	switch {
+	case *limit > 0:
+		q.Set("limit", strconv.Itoa(*limit))
+	case *all:
+		q.Set("limit", strconv.Itoa(adminPageAll))
+	}
+	return c.withSignals(func() int {
+		var merged admin.ConnectionsPage
+		nodes := map[string]int{} // index in merged.Nodes
+		for first := true; ; first = false {
+			raw, err := c.call("GET", "/api/connections?"+q.Encode(), nil)
+			if err != nil {
+				return c.fail(err)
+			}
+			var page admin.ConnectionsPage
+			if err := c.decode(raw, &page); err != nil {
+				return c.fail(err)
+			}
+			if first && !*all && c.json {
+				if !c.warnNodes(page.Nodes) {
+					return exitFail
+				}
+				c.writeJSON(raw)
+				return exitOK
+			}
+			merged.Connections = append(merged.Connections, page.Connections...)
+			merged.Total = page.Total
+			for _, n := range page.Nodes { // a node that failed on any page stays failed
+				if i, ok := nodes[n.Node]; !ok {
+					nodes[n.Node] = len(merged.Nodes)
+					merged.Nodes = append(merged.Nodes, n)
+				} else if merged.Nodes[i].Answered && (!n.Answered || n.Error != "") {
+					merged.Nodes[i] = n
+				}
+			}
+			merged.Next = page.Next
+			if !*all || page.Next == "" || page.Next == q.Get("after") || len(page.Connections) == 0 {
+				break
+			}
+			q.Set("after", page.Next)
+		}
+		if !c.warnNodes(merged.Nodes) {
+			return exitFail
+		}
+		if c.json {
+			merged.Next = ""
+			if merged.Connections == nil {
+				merged.Connections = []admin.Connection{}
+			}
+			b, _ := json.MarshalIndent(merged, "", "  ")
+			c.writeJSON(b)
+			return exitOK
+		}
+		c.printConnections(merged, *all)
+		return exitOK
+	})
+}
+
+// printConnections prints page as a table and the total.
+func (c *adminCmd) printConnections(page admin.ConnectionsPage, all bool) {
+	if len(page.Connections) == 0 {
+		fmt.Fprintf(c.stdout, "no connections (total %d)\n", page.Total)
+		return
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tCONN_ID\tACTOR\tPROJECT\tTRANSPORT\tREMOTE\tCONNECTED\tSUBS\tQUEUED")
+	for _, cn := range page.Connections {
+		actor := orDash(cn.Actor)
+		if !cn.Authenticated && cn.Actor == "" {
+			actor = "(not authenticated)"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", orDash(cn.Node), cn.ConnID, actor, orDash(cn.Project),
+			orDash(cn.Transport), orDash(cn.RemoteAddr), cn.ConnectedAt.UTC().Format(time.RFC3339), cn.Subscriptions, cn.QueuedBytes)
+	}
+	_ = w.Flush()
+	shown := len(page.Connections)
+	switch {
+	case shown >= page.Total:
+		fmt.Fprintf(c.stdout, "total %d\n", page.Total)
+	case page.Next != "" && !all:
+		fmt.Fprintf(c.stdout, "total %d, %d shown: --all lists every one, --limit a larger page\n", page.Total, shown)
+	default: // connections came and went between the pages
+		fmt.Fprintf(c.stdout, "total %d, %d shown\n", page.Total, shown)
+	}
+}
+
+func adminDisconnect(c *adminCmd) int {
+	connID := c.fs.Uint64("conn-id", 0, "the connection with this id (CONN_ID of kraken admin list)")
+	node := c.fs.String("node", "", "the node of --conn-id on a cluster (NODE of kraken admin list); with --actor or --project, only that node")
+	actor := c.fs.String("actor", "", "every connection of this actor")
+	project := c.fs.String("project", "", "every connection of this project")
+	transport := c.fs.String("transport", "", "only websocket or mqtt connections")
+	remote := c.fs.String("remote-addr", "", "only the connections from this IP address or CIDR network")
+	code := c.fs.Int("code", 0, "the close code sent to WebSocket clients: "+operatorCodes()+" (default 1008)")
+	reason := c.fs.String("reason", "", "the close frame's text, at most 123 bytes (default disconnected_by_operator)")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	if *connID == 0 && *actor == "" && *project == "" {
+		return c.usageError(errors.New("name the connections: --conn-id ID [--node N], --actor A or --project P"))
+	}
+	if *transport != "" && *transport != "websocket" && *transport != "mqtt" {
+		return c.usageError(fmt.Errorf("--transport %q: want websocket or mqtt", *transport))
+	}
+	if *code != 0 {
+		if _, ok := disconnect.OperatorCodes[ws.StatusCode(*code)]; !ok {
+			return c.usageError(fmt.Errorf("--code %d: want one of %s", *code, operatorCodes()))
+		}
+	}
+	if len(*reason) > 123 {
+		return c.usageError(fmt.Errorf("--reason is %d bytes: at most 123 fit in a close frame", len(*reason)))
+	}
+	body := admin.DisconnectRequest{ConnID: *connID, Node: *node, Actor: *actor, Project: *project,
+		Transport: *transport, Remote: *remote, Code: *code, Reason: *reason}
+	return c.withSignals(func() int {
+		raw, err := c.call("POST", "/api/disconnect", body)
+		if err != nil {
+			return c.fail(err)
+		}
+		var res admin.ActionResult
+		if err := c.decode(raw, &res); err != nil {
+			return c.fail(err)
+		}
+		if !c.warnNodes(res.Nodes) {
+			return exitFail
+		}
+		if c.json {
+			c.writeJSON(raw)
+			return exitOK
+		}
+		fmt.Fprintf(c.stdout, "disconnected %s\n", plural(res.Disconnected, "connection"))
+		c.printNodeCounts(res.Nodes)
+		return exitOK
+	})
+}
+
+// operatorCodes lists the close codes an operator may choose.
+func operatorCodes() string {
+	codes := make([]int, 0, len(disconnect.OperatorCodes))
+	for c := range disconnect.OperatorCodes {
+		codes = append(codes, int(c))
+	}
+	sort.Ints(codes)
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+// printNodeCounts prints each node's count, one line per node that
+// answered.
+func (c *adminCmd) printNodeCounts(nodes []admin.NodeStatus) {
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, n := range nodes {
+		if n.Count == nil {
+			continue
+		}
+		self := ""
+		if n.Self {
+			self = " (the node asked)"
+		}
+		fmt.Fprintf(w, "  %s%s\t%d\n", printable(n.Node), self, *n.Count)
+	}
+	_ = w.Flush()
+}
+
+func adminRevoke(c *adminCmd) int {
+	actor := c.fs.String("actor", "", "revoke this actor: close its connections, drop its cached validations")
+	token := c.fs.String("token", "", "revoke the actor this token belongs to (- reads the token from standard input)")
+	reason := c.fs.String("reason", "", "the disconnect reason and close text sent to its clients (default token_revoked)")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	if (*actor == "") == (*token == "") {
+		return c.usageError(errors.New("name one of --actor A or --token T"))
+	}
+	if len(*reason) > 123 {
+		return c.usageError(fmt.Errorf("--reason is %d bytes: at most 123 fit in a close frame", len(*reason)))
+	}
+	if *token == "-" {
+		line, err := bufio.NewReader(io.LimitReader(c.stdin, 64<<10)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return c.fail(fmt.Errorf("read the token from standard input: %v", err))
+		}
+		if *token = strings.TrimSpace(line); *token == "" {
+			return c.usageError(errors.New("--token -: standard input holds no token"))
+		}
+	}
+	body := admin.RevokeRequest{Actor: *actor, Token: *token, Reason: *reason}
+	return c.withSignals(func() int {
+		raw, err := c.call("POST", "/api/revoke", body)
+		if err != nil {
+			return c.fail(err)
+		}
+		var res admin.ActionResult
+		if err := c.decode(raw, &res); err != nil {
+			return c.fail(err)
+		}
+		if !c.warnNodes(res.Nodes) {
+			return exitFail
+		}
+		if c.json {
+			c.writeJSON(raw)
+			return exitOK
+		}
+		forgotten := 0
+		if res.Forgotten != nil {
+			forgotten = *res.Forgotten
+		}
+		fmt.Fprintf(c.stdout, "revoked actor %s: %s closed, %s dropped\n", printable(res.Actor),
+			plural(res.Disconnected, "connection"), plural(forgotten, "cached validation"))
+		c.printNodeCounts(res.Nodes)
+		return exitOK
+	})
+}
+
+func adminDrain(c *adminCmd) int {
+	node := c.fs.String("node", "", "the node to drain (default the node asked)")
+	stay := c.fs.Bool("stay", false, "keep the process up once drained, not ready, until it is stopped")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	exit := !*stay
+	body := admin.DrainRequest{Node: *node, Exit: &exit}
+	return c.withSignals(func() int {
+		raw, err := c.call("POST", "/api/drain", body, http.StatusAccepted)
+		var res struct {
+			Draining string             `json:"draining"`
+			Exit     bool               `json:"exit"`
+			Nodes    []admin.NodeStatus `json:"nodes"`
+		}
+		if raw != nil && json.Unmarshal(raw, &res) == nil && len(res.Nodes) > 0 {
+			c.warnNodes(res.Nodes) // the API's 404 says when no node answered
+		}
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.writeJSON(raw)
+			return exitOK
+		}
+		if res.Draining == "" {
+			return c.fail(fmt.Errorf("the answer of %s names no node draining", c.base))
+		}
+		then := "it exits once drained"
+		if !res.Exit {
+			then = "it stays up, not ready, until it is stopped"
+		}
+		fmt.Fprintf(c.stdout, "draining node %s: %s\n", printable(res.Draining), then)
+		return exitOK
+	})
+}
+
+func adminTopics(c *adminCmd) int {
+	prefix := c.fs.String("prefix", "", "only the topics that begin with this")
+	node := c.fs.String("node", "", "only the topics of this node")
+	limit := c.fs.Int("limit", 0, "at most this many topics, 1 to 1000 (default 100)")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	if *limit < 0 || *limit > adminPageAll {
+		return c.usageError(fmt.Errorf("--limit %d: want 1 to %d", *limit, adminPageAll))
+	}
+	q := url.Values{}
+	if *prefix != "" {
+		q.Set("prefix", *prefix)
+	}
+	if *node != "" {
+		q.Set("node", *node)
+	}
+	if *limit > 0 {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	return c.withSignals(func() int {
+		raw, err := c.call("GET", "/api/topics?"+q.Encode(), nil)
+		if err != nil {
+			return c.fail(err)
+		}
+		var page admin.TopicsPage
+		if err := c.decode(raw, &page); err != nil {
+			return c.fail(err)
+		}
+		if !c.warnNodes(page.Nodes) {
+			return exitFail
+		}
+		if c.json {
+			c.writeJSON(raw)
+			return exitOK
+		}
+		if len(page.Topics) == 0 {
+			fmt.Fprintln(c.stdout, "no topics")
+			return exitOK
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "TOPIC\tWILDCARD\tSUBSCRIBERS\tGROUPS")
+		for _, t := range page.Topics {
+			wild := "no"
+			if t.Wildcard {
+				wild = "yes"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", printable(t.Topic), wild, t.Subscribers, t.Groups)
+		}
+		_ = w.Flush()
+		if len(page.Topics) < page.Total {
+			fmt.Fprintf(c.stdout, "total %d, %d shown: --limit a larger page, --prefix fewer topics\n", page.Total, len(page.Topics))
+		} else {
+			fmt.Fprintf(c.stdout, "total %d\n", page.Total)
+		}
+		return exitOK
+	})
+}
+
+func adminInfo(c *adminCmd) int {
+	settings := c.fs.Bool("settings", false, "also print each node's settings (secrets masked)")
+	if code, done := c.parse(c.argv); done {
+		return code
+	}
+	return c.withSignals(func() int {
+		raw, err := c.call("GET", "/api/info", nil)
+		if err != nil {
+			return c.fail(err)
+		}
+		var page admin.InfoPage
+		if err := c.decode(raw, &page); err != nil {
+			return c.fail(err)
+		}
+		if !c.warnNodes(page.Status) {
+			return exitFail
+		}
+		if c.json {
+			c.writeJSON(raw)
+			return exitOK
+		}
+		self := map[string]bool{}
+		for _, s := range page.Status {
+			self[s.Node] = s.Self
+		}
+		for i, in := range page.Nodes {
+			if i > 0 {
+				fmt.Fprintln(c.stdout)
+			}
+			c.printInfo(in, self[in.Node], *settings)
+		}
+		return exitOK
+	})
+}
+
+// printInfo prints one node's summary.
+func (c *adminCmd) printInfo(in admin.Info, self, settings bool) {
+	out := c.stdout
+	state := "ready"
+	switch {
+	case in.Draining:
+		state = "draining"
+	case !in.Ready:
+		state = "NOT READY"
+	}
+	asked := ""
+	if self {
+		asked = " (the node asked)"
+	}
+	fmt.Fprintf(out, "node %s%s: %s, version %s, up %s (since %s)\n", printable(in.Node), asked, state,
+		printable(in.Version), (time.Duration(in.UptimeSeconds) * time.Second).Round(time.Second), in.StartedAt.UTC().Format(time.RFC3339))
+	for _, k := range sortedKeys(in.NotReady) {
+		fmt.Fprintf(out, "  not ready: %s: %s\n", printable(k), printable(in.NotReady[k]))
+	}
+	for _, k := range sortedKeys(in.Warnings) {
+		fmt.Fprintf(out, "  warning: %s: %s\n", printable(k), printable(in.Warnings[k]))
+	}
+	fmt.Fprintf(out, "  connections: %d websocket, %d mqtt, %d authenticated; %s\n",
+		in.Connections["websocket"], in.Connections["mqtt"], in.Connections["authenticated"], plural(int(in.Subscriptions), "subscription"))
+	fmt.Fprintf(out, "  since start: %d published, %d deliveries, %d slow consumers\n", in.Published, in.Deliveries, in.SlowConsumers)
+	if len(in.Refused) > 0 {
+		fmt.Fprintf(out, "  refused: %s\n", countList(in.Refused))
+	}
+	if len(in.Closed) > 0 {
+		fmt.Fprintf(out, "  closed: %s\n", countList(in.Closed))
+	}
+	if len(in.Peers) > 0 {
+		peers := make([]string, len(in.Peers))
+		for i, p := range in.Peers {
+			peers[i] = printable(p)
+		}
+		fmt.Fprintf(out, "  peers: %s\n", strings.Join(peers, ", "))
+	}
+	if settings && len(in.Settings) > 0 {
+		fmt.Fprintln(out, "  settings:")
+		for _, k := range sortedKeys(in.Settings) {
+			fmt.Fprintf(out, "    %s=%s\n", printable(k), printable(in.Settings[k]))
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// countList renders counts by name as "name 3, other 1", the largest first.
+func countList(m map[string]uint64) string {
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = printable(k) + " " + strconv.FormatUint(m[k], 10)
+	}
+	return strings.Join(parts, ", ")
+}
