@@ -81,10 +81,13 @@ var adminCommands = map[string]struct {
 		"Revokes an actor, or the actor a token belongs to: its connections are\n" +
 		"closed (4001) and the cached validations of its tokens dropped. --token -\n" +
 		"reads the token from standard input (a flag shows in the process list).", adminRevoke},
-	"drain": {"drain [--node N] [--stay]\n\n" +
+	"drain": {"drain [--node N] [--stay] [--wait DURATION]\n\n" +
 		"Drains a node (the one asked by default): it stops answering ready and\n" +
 		"accepting, closes its connections over DRAIN_SECONDS, then exits, or with\n" +
-		"--stay stays up, not ready, until it is stopped.", adminDrain},
+		"--stay stays up, not ready, until it is stopped. --wait returns only once\n" +
+		"the node holds no client connection (exit 1 if it still does after\n" +
+		"DURATION): a Kubernetes preStop hook runs `kraken admin drain --stay\n" +
+		"--wait 45s`.", adminDrain},
 	"topics": {"topics [--prefix P] [--node N] [--limit N] [--json]\n\n" +
 		"Lists the topics with subscribers, the busiest first.", adminTopics},
 	"info": {"info [--settings] [--json]\n\nSummarizes every node: version, uptime, readiness, connections, counters.", adminInfo},
@@ -632,8 +635,12 @@ func adminRevoke(c *adminCmd) int {
 func adminDrain(c *adminCmd) int {
 	node := c.fs.String("node", "", "the node to drain (default the node asked)")
 	stay := c.fs.Bool("stay", false, "keep the process up once drained, not ready, until it is stopped")
+	wait := c.fs.Duration("wait", 0, "return once the node holds no client connection, failing after this long (0: return at once)")
 	if code, done := c.parse(c.argv); done {
 		return code
+	}
+	if *wait < 0 {
+		return c.usageError(fmt.Errorf("--wait %v: want a duration of 0 or more", *wait))
 	}
 	exit := !*stay
 	body := admin.DrainRequest{Node: *node, Exit: &exit}
@@ -662,8 +669,38 @@ func adminDrain(c *adminCmd) int {
 			then = "it stays up, not ready, until it is stopped"
 		}
 		fmt.Fprintf(c.stdout, "draining node %s: %s\n", printable(res.Draining), then)
+		if *wait > 0 {
+			return c.waitDrained(res.Draining, res.Exit, *wait)
+		}
 		return exitOK
 	})
+}
+
+// waitDrained polls node's client connections every half second until it
+// holds none (or, when it exits once drained, until it stops answering),
+// and fails after wait.
+func (c *adminCmd) waitDrained(node string, exits bool, wait time.Duration) int {
+	deadline := time.Now().Add(wait)
+	q := url.Values{"node": {node}, "limit": {"1"}}
+	for {
+		raw, err := c.call("GET", "/api/connections?"+q.Encode(), nil)
+		var page admin.ConnectionsPage
+		switch {
+		case err != nil && exits:
+			fmt.Fprintf(c.stdout, "node %s is gone\n", printable(node))
+			return exitOK
+		case err != nil:
+			return c.fail(err)
+		case c.decode(raw, &page) != nil:
+		case page.Total == 0 && len(page.Nodes) > 0:
+			fmt.Fprintf(c.stdout, "node %s holds no client connection\n", printable(node))
+			return exitOK
+		}
+		if time.Now().After(deadline) {
+			return c.fail(fmt.Errorf("node %s still holds %s after %v", printable(node), plural(page.Total, "connection"), wait))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func adminTopics(c *adminCmd) int {

@@ -200,10 +200,17 @@ func TestAdminCLI(t *testing.T) {
 		if code, body := get(t, "http://"+adminAddr+"/ready"); code != 200 {
 			t.Fatalf("/ready before the drain: %d %s", code, body)
 		}
-		out := cli.ok("drain", "--stay")
-		if !strings.Contains(out, "draining node ") || !strings.Contains(out, "stays up") {
-			t.Errorf("drain --stay: %s", out)
+		held := drainClients(t, b, 3)
+		began := time.Now()
+		out := cli.ok("drain", "--stay", "--wait", "10s")
+		if !strings.Contains(out, "draining node ") || !strings.Contains(out, "stays up") ||
+			!strings.Contains(out, "holds no client connection") {
+			t.Errorf("drain --stay --wait: %s", out)
 		}
+		if took := time.Since(began); took < 500*time.Millisecond {
+			t.Errorf("drain --wait returned %v after it began, before DRAIN_SECONDS=1 could close the clients", took)
+		}
+		expectDrainCloses(t, held)
 		if code, body := get(t, "http://"+adminAddr+"/ready"); code != 503 || !strings.Contains(body, "draining") {
 			t.Errorf("/ready after drain: %d %s", code, body)
 		}
