@@ -145,11 +145,10 @@ func TestAdminCLI(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, "cannot reach the admin listener at http://"+closed) {
 			t.Errorf("unreachable: exit %d, %s", code, errs)
 		}
-		// A --node that names no node: the API answers an empty list and
-		// no node status, which is an error here.
+		// A --node that names no node: the API's 404 says so.
 		for _, args := range [][]string{{"list", "--node", "nosuch"}, {"disconnect", "--actor", "bob", "--node", "nosuch"}} {
 			code, out, errs := cli.run(args...)
-			if code != 1 || out != "" || !strings.Contains(errs, "no node took part") {
+			if code != 1 || out != "" || !strings.Contains(errs, `HTTP 404 Not Found: no node "nosuch" is live`) {
 				t.Errorf("kraken admin %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 			}
 		}

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +127,26 @@ func TestClusterWide(t *testing.T) {
 		case <-drains[i]:
 			t.Fatalf("node %d was asked to drain too", i)
 		default:
+		}
+	}
+}
+
+// A node filter naming no live node is a 404 that says so, for lists and
+// actions alike.
+func TestUnknownNodeIs404(t *testing.T) {
+	tn := startNode(t, nodeOptions{})
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/api/connections?node=nowhere", nil},
+		{"GET", "/api/topics?node=nowhere", nil},
+		{"POST", "/api/disconnect", map[string]any{"conn_id": 1, "node": "nowhere"}},
+		{"POST", "/api/drain", map[string]any{"node": "nowhere"}},
+	} {
+		status, body := tn.call(t, c.method, c.path, c.body)
+		if status != http.StatusNotFound || !strings.Contains(string(body), `no node \"nowhere\"`) {
+			t.Errorf("%s %s: %d %s, want 404 naming the node", c.method, c.path, status, body)
 		}
 	}
 }

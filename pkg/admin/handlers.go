@@ -28,6 +28,17 @@ const (
 // maxBody bounds a request body.
 const maxBody = 64 << 10
 
+// noSuchNode answers 404 when the request named a node (node) and no node
+// of that name took part (nodes), and reports whether it did.
+func noSuchNode(w http.ResponseWriter, node string, nodes []NodeStatus) bool {
+	if node == "" || len(nodes) > 0 {
+		return false
+	}
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no node " + strconv.Quote(node) +
+		" is live in the cluster: GET /api/info lists the nodes", "nodes": nodes})
+	return true
+}
+
 // readBody decodes r's JSON body into v, strictly: an unknown field, a
 // second value or a body over maxBody is an error that says so.
 func readBody(r *http.Request, v any) error {
@@ -95,6 +106,9 @@ func (a *API) getConnections(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	answers, nodes := a.everywhere(r.Context(), req)
+	if noSuchNode(w, f.Node, nodes) {
+		return
+	}
 	page := ConnectionsPage{Connections: []Connection{}, Nodes: nodes}
 	more := false
 	for _, ans := range answers {
@@ -179,6 +193,9 @@ func (a *API) postDisconnect(w http.ResponseWriter, r *http.Request) {
 	}
 	req := request{Op: opDisconnect, Filter: f, Code: body.Code, Reason: body.Reason}
 	answers, nodes := a.everywhere(r.Context(), req)
+	if noSuchNode(w, f.Node, nodes) {
+		return
+	}
 	res := ActionResult{Nodes: nodes}
 	for _, ans := range answers {
 		res.Disconnected += ans.Closed
@@ -265,6 +282,9 @@ func (a *API) getTopics(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	answers, nodes := a.everywhere(r.Context(), request{Op: opTopics, Prefix: q.Get("prefix"), Filter: filter{Node: q.Get("node")}})
+	if noSuchNode(w, q.Get("node"), nodes) {
+		return
+	}
 	lists := make([][]Topic, len(answers))
 	for i, ans := range answers {
 		lists[i] = ans.Topics
@@ -388,8 +408,11 @@ func (a *API) postDrain(w http.ResponseWriter, r *http.Request) {
 	}
 	req := request{Op: opDrain, Filter: filter{Node: body.Node}, Exit: body.Exit == nil || *body.Exit}
 	answers, nodes := a.everywhere(r.Context(), req)
+	if noSuchNode(w, body.Node, nodes) {
+		return
+	}
 	if len(answers) == 0 {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no node " + strconv.Quote(body.Node) + " answered", "nodes": nodes})
+		writeJSON(w, http.StatusGatewayTimeout, map[string]any{"error": "node " + strconv.Quote(body.Node) + " did not answer", "nodes": nodes})
 		return
 	}
 	a.logAction(req, answers[0], true)

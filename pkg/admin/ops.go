@@ -136,6 +136,12 @@ type Topic struct {
 	Groups      int    `json:"groups"`
 }
 
+// maxNodeTopics bounds the topics a node answers with, its most
+// subscribed: an answer from another node travels as one NATS message
+// (1 MB by default). The totals of the topics below a node's first
+// maxNodeTopics leave that node's share out.
+const maxNodeTopics = 5000
+
 // run runs req on this node.
 func (a *API) run(ctx context.Context, req request) answer {
 	self := a.n.NodeID()
@@ -168,7 +174,7 @@ func (a *API) run(ctx context.Context, req request) answer {
 		closed, forgotten, _ := a.n.Revoke(ctx, req.Actor, key, req.Reason)
 		return answer{Closed: closed, Forgotten: forgotten}
 	case opTopics:
-		tc, matched, _ := a.n.Topics(ctx, req.Prefix, 0)
+		tc, matched, _ := a.n.Topics(ctx, req.Prefix, maxNodeTopics)
 		out := make([]Topic, len(tc))
 		for i, t := range tc {
 			out[i] = Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
@@ -198,9 +204,12 @@ func (a *API) connections(ctx context.Context, req request) answer {
 	if err != nil {
 		return failed(400, "%v", err)
 	}
-	list, _ := a.n.Connections(ctx, cf)
+	list, err := a.n.Connections(ctx, cf)
 	self := a.n.NodeID()
 	ans := answer{Matched: len(list)}
+	if err != nil { // some workers did not answer in time: the list is partial
+		ans.Error, ans.Status = "partial: "+err.Error(), 503
+	}
 	for _, ci := range list {
 		if req.AfterNode > self || req.AfterNode == self && ci.ID <= req.AfterID {
 			continue
