@@ -69,8 +69,11 @@ func New(n *node.Node, cfg Config) *API {
 }
 
 // Register adds the API's routes to mux: the /api/ paths of
-// docs/operations.md and GET /api/openapi.json, each behind the secret.
+// docs/operations.md and GET /api/openapi.json, each behind the secret,
+// and the status page that reads them, GET /status (status.go), which
+// needs no secret itself.
 func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /status", serveStatus)
 	mux.Handle("GET /api/connections", a.guard(a.getConnections))
 	mux.Handle("POST /api/disconnect", a.guard(a.postDisconnect))
 	mux.Handle("POST /api/revoke", a.guard(a.postRevoke))
