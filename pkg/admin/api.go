@@ -16,8 +16,9 @@ import (
 
 // Config configures an API.
 type Config struct {
-	// Secret is the bearer secret every /api/ request and the status page
-	// must carry (ADMIN_SECRET): "Authorization: Bearer <Secret>". "" lets
+	// Secret is the bearer secret every /api/ request must carry
+	// (ADMIN_SECRET), the status page's included (GET /status itself holds
+	// no figures and needs none): "Authorization: Bearer <Secret>". "" lets
 	// every request in: only for an admin listener on loopback, which
 	// config.Load enforces.
 	Secret string
