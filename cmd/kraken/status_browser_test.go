@@ -76,7 +76,8 @@ const readStatusFigures = `(() => {
 
 // TestStatusPageInBrowser: a real broker with ADMIN_SECRET, WebSocket
 // subscribers on two topics and a steady publisher; headless Chromium
-// opens /status, is asked for the secret, is given it, and then shows
+// opens /status, is asked for the secret, is given a wrong one and asked
+// again with the reason, is given the right one, and then shows
 // the connections by transport and the busiest topics as /metrics counts
 // them, and publish and delivery rates above zero. Every request the page
 // makes goes to the admin listener. A full-page screenshot is kept in
@@ -175,6 +176,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("open %s: %v\n%s", page, err, b.stderr)
 	}
 	t.Logf("browser up and asking for the secret after %v", time.Since(start).Round(time.Millisecond))
+	// A wrong secret first: the field stays, with the listener's reason.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("secret"), "not-the-secret"),
+		chromedp.Click(chromedp.ID("secret-save"))); err != nil {
+		t.Fatalf("enter a wrong secret: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`document.getElementById("auth-reason").textContent.includes("wrong bearer secret") && !document.getElementById("auth").hidden`)); err != nil {
+		t.Fatalf("a wrong secret: the page did not ask again with the reason: %v", err)
+	}
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("secret"), secret),
 		chromedp.Click(chromedp.ID("secret-save"))); err != nil {
 		t.Fatalf("enter the secret: %v", err)
@@ -266,6 +276,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if len(fig.Nodes) != 1 || fig.Ready != "ready" || fig.AuthShown {
 		t.Errorf("page: nodes %q, ready %q, secret field shown %v", fig.Nodes, fig.Ready, fig.AuthShown)
+	}
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("kraken-admin-secret")`)); err != nil || kept != secret {
+		t.Errorf("the secret in session storage: %q (%v)", kept, err)
 	}
 
 	// The screenshot, then every request the page made.
