@@ -24,7 +24,8 @@ import (
 // status page (pkg/admin) and the Go profiler, over net/http and apart
 // from the WebSocket port, whose hand-written HTTP path serves only /ws,
 // /health, /ready and /internal/publish. /metrics, /ready and /health are
-// open (probes and scrapers); the admin API, the status page and the
+// open (probes and scrapers), and so is the status page, which holds no
+// figures itself; the admin API (which the status page reads) and the
 // profiler take the bearer secret ADMIN_SECRET when it is set, which it
 // must be off loopback (config.Load; docs/operations.md).
 

@@ -16,8 +16,9 @@ import (
 
 // Config configures an API.
 type Config struct {
-	// Secret is the bearer secret every /api/ request and the status page
-	// must carry (ADMIN_SECRET): "Authorization: Bearer <Secret>". "" lets
+	// Secret is the bearer secret every /api/ request must carry
+	// (ADMIN_SECRET), the status page's included (GET /status itself holds
+	// no figures and needs none): "Authorization: Bearer <Secret>". "" lets
 	// every request in: only for an admin listener on loopback, which
 	// config.Load enforces.
 	Secret string
@@ -75,8 +76,11 @@ type Mux interface {
 }
 
 // Register adds the API's routes to mux: the /api/ paths of
-// docs/operations.md and GET /api/openapi.json, each behind the secret.
+// docs/operations.md and GET /api/openapi.json, each behind the secret,
+// and the status page that reads them, GET /status (status.go), which
+// needs no secret itself.
 func (a *API) Register(mux Mux) {
+	mux.Handle("GET /status", http.HandlerFunc(serveStatus))
 	mux.Handle("GET /api/connections", a.guard(a.getConnections))
 	mux.Handle("POST /api/disconnect", a.guard(a.postDisconnect))
 	mux.Handle("POST /api/revoke", a.guard(a.postRevoke))
