@@ -229,8 +229,12 @@ func TestEachFormIsEncodedOncePerPublication(t *testing.T) {
 
 // A close puts the encoding's closing frame after what is queued, then
 // ends the write side, and releases the transport at the close deadline.
+// WriteTimeout is short: on a loaded machine the queue may still be
+// pending at the close deadline, and the release then lingers for the
+// peer (lingerOn) up to WriteTimeout after the last byte went out.
 func TestCloseWritesTheEncodingsFrameAfterTheQueueThenFIN(t *testing.T) {
-	h := startHub(t, Config{Workers: 1, CloseTimeout: 50 * time.Millisecond, Tick: 10 * time.Millisecond})
+	h := startHub(t, Config{Workers: 1, CloseTimeout: 50 * time.Millisecond, Tick: 10 * time.Millisecond,
+		WriteTimeout: 200 * time.Millisecond})
 	enc := &textEncoding{id: 3}
 	tr := newTestTransport(enc)
 	tr.setRoom(4) // the socket takes 4 bytes, then is full
