@@ -28,14 +28,18 @@ type Info struct {
 	// ("websocket", "mqtt"), and "authenticated" among them.
 	Connections   map[string]int64 `json:"connections"`
 	Subscriptions int64            `json:"subscriptions"`
-	// Counters since the node started.
+	// Counters since the node started. MessagesIn counts the publishes
+	// this node accepted from its clients (and POST /internal/publish);
+	// Published the publications it fanned out, other nodes' included, so
+	// a cluster's publish rate is the sum of MessagesIn, not of Published.
+	MessagesIn    uint64 `json:"messages_in"`
 	Published     uint64 `json:"published"`
 	Deliveries    uint64 `json:"deliveries"`
 	SlowConsumers uint64 `json:"slow_consumers"`
 	// Refused counts refusals by reason: the edge limits' (at accept) and
 	// the publishes and subscriptions refused, as "publish:<reason>" and
 	// "subscribe:<reason>"; Closed the connections the broker closed, by
-	// close reason.
+	// close reason (plain HTTP requests answered are left out).
 	Refused map[string]uint64 `json:"refused"`
 	Closed  map[string]uint64 `json:"closed"`
 	// Peers are the other live nodes this node knows (a cluster on
@@ -85,8 +89,11 @@ func (a *API) info(context.Context) Info {
 			in.Refused["subscribe:"+session.Refusal(r).String()] = n
 		}
 	}
+	for _, n := range st.Published {
+		in.MessagesIn += n
+	}
 	for r, n := range st.Hub.Closed {
-		if n > 0 {
+		if n > 0 && disconnect.Reason(r) != disconnect.HTTPDone { // plain HTTP requests (probes) are not closes
 			in.Closed[disconnect.Reason(r).String()] = n
 		}
 	}
