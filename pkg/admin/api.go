@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,8 +165,12 @@ func (a *API) everywhere(ctx context.Context, req request) ([]answer, []NodeStat
 	var rem remote
 	done := make(chan struct{})
 	peers := []string(nil)
+	var down map[string]time.Time
 	if a.op != nil && req.Filter.Node != self {
-		peers = a.op.Peers()
+		peers, down = a.op.Peers(), a.op.Down()
+	}
+	named := req.Filter.Node == "" || slices.Contains(peers, req.Filter.Node)
+	if len(peers) > 0 && named { // a node named that is not live is not asked
 		data, _ := json.Marshal(req)
 		go func() { // owned here: waited for below
 			defer close(done)
@@ -196,7 +202,14 @@ func (a *API) everywhere(ctx context.Context, req request) ([]answer, []NodeStat
 	}
 	for _, p := range peers {
 		if !seen[p] && (req.Filter.Node == "" || req.Filter.Node == p) {
-			status = append(status, NodeStatus{Node: p, Error: "no answer within " + a.cfg.Wait.String()})
+			status = append(status, NodeStatus{Node: p, Error: "no answer within " + a.cfg.Wait.String() +
+				"; it drops the request once that time has passed"})
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(down)) {
+		if req.Filter.Node == "" || req.Filter.Node == p {
+			status = append(status, NodeStatus{Node: p, Error: "judged down at " +
+				down[p].UTC().Format(time.RFC3339) + " (stopped, or silent): not asked, its connections not counted"})
 		}
 	}
 	return answers, status

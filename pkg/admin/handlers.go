@@ -179,6 +179,10 @@ func (a *API) postDisconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.ConnID != 0 && f.Node == "" {
+		if a.op != nil && (len(a.op.Peers()) > 0 || len(a.op.Down()) > 0) {
+			writeError(w, http.StatusBadRequest, "conn_id needs its node on a cluster: every node numbers its connections from 1 (GET /api/connections lists both)")
+			return
+		}
 		f.Node = a.n.NodeID() // a connection id is a node's own
 	}
 	if body.Code != 0 {
@@ -412,7 +416,8 @@ func (a *API) postDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(answers) == 0 {
-		writeJSON(w, http.StatusGatewayTimeout, map[string]any{"error": "node " + strconv.Quote(body.Node) + " did not answer", "nodes": nodes})
+		writeJSON(w, http.StatusGatewayTimeout, map[string]any{"error": "node " + strconv.Quote(body.Node) +
+			" did not answer: " + nodes[0].Error, "nodes": nodes})
 		return
 	}
 	a.logAction(req, answers[0], true)

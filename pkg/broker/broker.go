@@ -202,6 +202,11 @@ type StateReporter interface {
 type Operator interface {
 	// Peers returns the ids of the other nodes judged live now, sorted.
 	Peers() []string
+	// Down returns the other nodes judged down lately (stopped, or silent
+	// past the backend's liveness timeout) and not back since, with when:
+	// an answer that leaves them out names them, so its totals are not
+	// taken for the whole cluster's.
+	Down() map[string]time.Time
 	// Ask sends req to every other node and returns their answers as they
 	// came, until each node of Peers at the call has answered or ctx
 	// ends. A node that did not answer is missing from the result; an

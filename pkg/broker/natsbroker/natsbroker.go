@@ -148,6 +148,10 @@ type Broker struct {
 	ret retention // retained.go
 
 	replicasWarned atomic.Bool // replicas.go
+
+	adminLate atomic.Uint64 // admin requests dropped past their deadline (operator.go)
+	downMu    sync.Mutex
+	down      map[string]time.Time // nodes judged down, and when (operator.go)
 }
 
 type interest struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,13 +15,18 @@ import (
 )
 
 // The admin API's requests (broker.Operator) go to the subject
-// <prefix>.admin, which every node subscribes to; each carries its wait in
-// the header adminWait (milliseconds) and a reply inbox, and each node
-// answers on the inbox with its id in the header adminNode. The publishing
-// connection is NoEcho: a node never receives its own request.
+// <prefix>.admin, which every node subscribes to; each carries its
+// deadline in the header adminDeadline (unix milliseconds) and a reply
+// inbox, and each node answers on the inbox with its id in the header
+// adminNode. A request that reaches a node after its deadline (the node
+// was stopped, frozen or cut off meanwhile) is dropped unanswered and not
+// run: the asker has told its operator that the node did not answer, so
+// the node must not act on it later. The nodes' clocks are assumed to
+// agree within a fraction of the wait (NTP). The publishing connection is
+// NoEcho: a node never receives its own request.
 const (
-	adminWait = "Kraken-Wait-Ms"
-	adminNode = "Kraken-Node"
+	adminDeadline = "Kraken-Deadline-Ms"
+	adminNode     = "Kraken-Node"
 )
 
 // adminDefaultWait bounds an answer when the asker's context has no
@@ -39,6 +45,50 @@ func (b *Broker) Peers() []string {
 		return *p
 	}
 	return nil
+}
+
+// downWindow is how long a node judged down stays named by Down.
+const downWindow = 10 * time.Minute
+
+// Down returns the nodes judged down (stopped, or silent past
+// LivenessTimeout) in the last downWindow and not seen again since, with
+// when each was.
+func (b *Broker) Down() map[string]time.Time {
+	b.downMu.Lock()
+	defer b.downMu.Unlock()
+	out := make(map[string]time.Time, len(b.down))
+	for n, at := range b.down {
+		if time.Since(at) < downWindow {
+			out[n] = at
+		}
+	}
+	return out
+}
+
+// noteDown records that node was judged down; noteUp that it is seen
+// again. Both run on the watcher.
+func (b *Broker) noteDown(node string) {
+	b.downMu.Lock()
+	defer b.downMu.Unlock()
+	if b.down == nil {
+		b.down = map[string]time.Time{}
+	}
+	for n, at := range b.down {
+		if time.Since(at) >= downWindow {
+			delete(b.down, n)
+		}
+	}
+	b.down[node] = time.Now()
+}
+
+func (b *Broker) noteUp(node string) {
+	b.downMu.Lock()
+	_, was := b.down[node]
+	delete(b.down, node)
+	b.downMu.Unlock()
+	if was {
+		b.log.Info("node back", zap.String("peer", node))
+	}
 }
 
 // publishPeers stores the ids of peers for Peers; it runs on the watcher.
@@ -72,7 +122,7 @@ func (b *Broker) Ask(ctx context.Context, req []byte) ([]broker.Answer, error) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	msg := &nats.Msg{Subject: b.adminSubject(), Reply: inbox, Data: req, Header: nats.Header{}}
-	msg.Header.Set(adminWait, fmt.Sprint(wait.Milliseconds()))
+	msg.Header.Set(adminDeadline, strconv.FormatInt(time.Now().Add(wait).UnixMilli(), 10))
 	if err := b.nc.PublishMsg(msg); err != nil {
 		return nil, fmt.Errorf("natsbroker: admin request: %w", err)
 	}
@@ -103,7 +153,7 @@ func (b *Broker) Ask(ctx context.Context, req []byte) ([]broker.Answer, error) {
 
 // Answer implements broker.Operator: it subscribes this node to the admin
 // subject (once). Each request is answered on its own goroutine, bounded
-// by the wait its asker gave.
+// by the deadline its asker gave; one that arrives past it is dropped.
 func (b *Broker) Answer(h func(ctx context.Context, req []byte) []byte) {
 	if h == nil || b.nc == nil {
 		return
@@ -112,12 +162,19 @@ func (b *Broker) Answer(h func(ctx context.Context, req []byte) []byte) {
 		if m.Reply == "" {
 			return
 		}
-		wait := adminDefaultWait
-		if ms, err := time.ParseDuration(m.Header.Get(adminWait) + "ms"); err == nil && ms > 0 {
-			wait = ms
+		ms, err := strconv.ParseInt(m.Header.Get(adminDeadline), 10, 64)
+		if err != nil {
+			return // not a request of this version's
 		}
-		go func() { // one per request, ended within wait by h's context
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+		deadline := time.UnixMilli(ms)
+		if !time.Now().Before(deadline) {
+			b.adminLate.Add(1)
+			b.log.Warn("admin request from another node dropped: it arrived after its asker stopped waiting",
+				zap.Time("deadline", deadline))
+			return
+		}
+		go func() { // one per request, ended by its deadline through h's context
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 			data := h(ctx, m.Data)
 			reply := &nats.Msg{Subject: m.Reply, Data: data, Header: nats.Header{}}

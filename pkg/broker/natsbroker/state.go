@@ -669,6 +669,7 @@ func (s *shared) apply(e jetstream.KeyValueEntry) {
 		p = &peer{keys: map[string]uint64{}}
 		s.peers[node] = p
 		s.publishPeers()
+		s.b.noteUp(node)
 	}
 	p.seen = time.Now()
 	delete(s.zombies, key)
@@ -745,6 +746,7 @@ func (s *shared) judge() {
 func (s *shared) down(node string, p *peer) {
 	delete(s.peers, node)
 	s.publishPeers()
+	s.b.noteDown(node)
 	for k, rev := range p.keys {
 		s.zombies[k] = rev
 	}
