@@ -38,6 +38,10 @@ const AckTimeout = 10 * time.Second
 // CloseWait bounds how long Close waits for pending appends.
 const CloseWait = 5 * time.Second
 
+// sendStall is how long the writer waits at a time, while MaxPending
+// entries wait for their acknowledgement, before it checks for Close.
+const sendStall = 100 * time.Millisecond
+
 // errorLogEvery is the least interval between two log lines about failed
 // appends.
 const errorLogEvery = 10 * time.Second
@@ -67,8 +71,10 @@ type Config struct {
 	// MaxMsgsPerTopic bounds the entries kept per topic (per subject;
 	// default 10,000); past it the topic's oldest entry is removed.
 	MaxMsgsPerTopic int64
-	// MaxPending bounds the appends waiting for the stream's
-	// acknowledgement (default 65,536); Append drops past it.
+	// MaxPending bounds the appends queued by Append and not sent yet
+	// (default 65,536; Append drops past it), and separately the appends
+	// sent and waiting for the stream's acknowledgement (past it the
+	// queue waits): at most 2×MaxPending+1 entries are held in memory.
 	MaxPending int
 	// Logger receives the history's logs (default: none).
 	Logger *zap.Logger
@@ -129,9 +135,15 @@ type History struct {
 	closeWait           time.Duration // CloseWait; shorter in tests
 	bgCtx               context.Context
 	bgCancel            context.CancelFunc // ends background requests at Close
-	closed              atomic.Bool
+	mu                  sync.RWMutex       // Append's read lock orders its send on queue before Close
+	closed              bool
+	queue               chan *nats.Msg // Append → writer
+	closing, abort      chan struct{}  // Close: drain the queue, then stop; stop now
+	writerDone          chan struct{}
 	appended, dropped   atomic.Uint64
-	acked, failed       atomic.Uint64
+	sent, acked, failed atomic.Uint64
+	holding             atomic.Int64 // the writer holds an entry taken from queue, not yet published
+	bgDone              atomic.Bool  // Close: no more background refreshes
 	lastErrLog          atomic.Int64 // unix nanoseconds of the last log line about failed appends
 	failedAtLastErrLog  atomic.Uint64
 	statsMu             sync.Mutex
@@ -152,7 +164,9 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 		return nil, errors.New("history: Config.Conn is nil")
 	}
 	cfg.setDefaults()
-	h := &History{cfg: cfg, log: cfg.Logger, stream: Stream(cfg.Prefix), base: cfg.Prefix + ".h", closeWait: CloseWait}
+	h := &History{cfg: cfg, log: cfg.Logger, stream: Stream(cfg.Prefix), base: cfg.Prefix + ".h", closeWait: CloseWait,
+		queue: make(chan *nats.Msg, cfg.MaxPending), closing: make(chan struct{}), abort: make(chan struct{}),
+		writerDone: make(chan struct{})}
 	js, err := jetstream.New(cfg.Conn,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxPending),
 		jetstream.WithPublishAsyncTimeout(AckTimeout),
@@ -184,6 +198,7 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 		return nil, fmt.Errorf("history: stream %s: %w", h.stream, err)
 	}
 	h.st = st
+	go h.write() // ends at Close, which waits for it (writerDone)
 	return h, nil
 }
 
@@ -194,33 +209,38 @@ func (h *History) Subject(topic string) string { return natssubject.Key(h.base, 
 
 // Append stores data as the next entry of topic (a concrete routing key,
 // e.g. "demo-app/general/messages") with the message id msgID, without
-// waiting: the publish is queued on the connection and its acknowledgement
-// handled in the background. An entry appended again with an msgID the
-// stream has seen within DuplicateWindow is stored once; an empty msgID
-// turns that off for the entry.
+// waiting: the entry is queued, a goroutine of the History publishes it
+// (a JetStream asynchronous publish) and its acknowledgement is handled in
+// the background. An entry appended again with an msgID the stream has
+// seen within DuplicateWindow is stored once; an empty msgID turns that
+// off for the entry.
 //
 // Append copies data: the caller may reuse it once Append returns.
 //
-// It returns false, and counts the entry in Stats.Dropped, when the entry
-// is not sent: MaxPending appends already wait for their
-// acknowledgement, the connection refuses the publish (closed, or its
-// reconnect buffer full) or the History is closed. An entry that is sent
-// may still fail (refused by the stream, no acknowledgement within
-// AckTimeout, a reconnection meanwhile): that is counted in Stats.Errors
-// and logged at most once per 10 s.
+// It returns false, and counts the entry in Stats.Dropped, when the queue
+// holds MaxPending entries already (the stream or the connection is slower
+// than the appends, or down) or the History is closed. A queued entry may
+// still not be stored: the connection refuses it (closed, its reconnect
+// buffer full) or Close gives up on it (Stats.Dropped); the stream refuses
+// it, does not acknowledge it within AckTimeout, or a reconnection loses
+// the acknowledgement (Stats.Errors). Both are logged at most once per
+// 10 s.
 func (h *History) Append(topic, msgID string, data []byte) bool {
-	if h.closed.Load() || h.js.PublishAsyncPending() >= h.cfg.MaxPending {
-		h.dropped.Add(1)
-		return false
-	}
 	msg := &nats.Msg{Subject: natssubject.Key(h.base, topic), Data: append([]byte(nil), data...)}
-	var err error
 	if msgID != "" {
-		_, err = h.js.PublishMsgAsync(msg, jetstream.WithMsgID(msgID), jetstream.WithStallWait(time.Microsecond))
-	} else {
-		_, err = h.js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Microsecond))
+		msg.Header = nats.Header{jetstream.MsgIDHeader: []string{msgID}}
 	}
-	if err != nil {
+	h.mu.RLock()
+	ok := !h.closed
+	if ok {
+		select {
+		case h.queue <- msg:
+		default:
+			ok = false
+		}
+	}
+	h.mu.RUnlock()
+	if !ok {
 		h.dropped.Add(1)
 		return false
 	}
@@ -228,17 +248,82 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 	return true
 }
 
+// write publishes the queued entries until Close; at Close it goes on
+// until the queue is empty or Close gives up (abort).
+func (h *History) write() {
+	defer close(h.writerDone)
+	for {
+		var msg *nats.Msg
+		select {
+		case msg = <-h.queue:
+		case <-h.abort:
+			h.dropQueued()
+			return
+		case <-h.closing:
+			select {
+			case msg = <-h.queue:
+			default:
+				return // closed (no more appends) and empty
+			}
+		}
+		h.holding.Store(1)
+		h.send(msg)
+		h.holding.Store(0)
+	}
+}
+
+// send publishes one entry; while MaxPending entries wait for their
+// acknowledgement it waits (until Close gives up).
+func (h *History) send(msg *nats.Msg) {
+	for {
+		_, err := h.js.PublishMsgAsync(msg, jetstream.WithStallWait(sendStall))
+		if err == nil {
+			h.sent.Add(1)
+			return
+		}
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			select {
+			case <-h.abort:
+			default:
+				continue
+			}
+		}
+		h.dropped.Add(1)
+		h.logFailure("history: appends not sent", msg, err)
+		return
+	}
+}
+
+// dropQueued counts the entries left in the queue as dropped.
+func (h *History) dropQueued() {
+	for {
+		select {
+		case <-h.queue:
+			h.dropped.Add(1)
+		default:
+			return
+		}
+	}
+}
+
 // onAppendError counts a sent append that failed and logs, at most once
 // per errorLogEvery, how many did since the last line.
 func (h *History) onAppendError(_ jetstream.JetStream, msg *nats.Msg, err error) {
-	n := h.failed.Add(1)
+	h.failed.Add(1)
+	h.logFailure("history: appends not stored", msg, err)
+}
+
+// logFailure logs, at most once per errorLogEvery, an entry not stored,
+// with the count of dropped and failed entries since the last line.
+func (h *History) logFailure(what string, msg *nats.Msg, err error) {
 	now := time.Now().UnixNano()
 	last := h.lastErrLog.Load()
 	if now-last < int64(errorLogEvery) || !h.lastErrLog.CompareAndSwap(last, now) {
 		return
 	}
+	n := h.failed.Load() + h.dropped.Load()
 	since := n - h.failedAtLastErrLog.Swap(n)
-	h.log.Warn("history: appends not stored", zap.String("stream", h.stream), zap.Uint64("failed", since),
+	h.log.Warn(what, zap.String("stream", h.stream), zap.Uint64("dropped_or_failed", since),
 		zap.String("subject", msg.Subject), zap.Error(err))
 }
 
@@ -256,11 +341,12 @@ func (h *History) LastSeq(ctx context.Context) (uint64, error) {
 
 // Stats are the counters of a History since Open.
 type Stats struct {
-	Appended uint64 // entries sent to the stream by Append
+	Appended uint64 // entries Append queued
+	Sent     uint64 // entries published to the stream
 	Acked    uint64 // of which the stream acknowledged (duplicates included)
-	Dropped  uint64 // entries Append did not send (MaxPending reached, connection refused, closed)
-	Errors   uint64 // sent entries that failed: refused, not acknowledged within AckTimeout, lost in a reconnection
-	Pending  int    // entries sent and waiting for the acknowledgement
+	Dropped  uint64 // entries not published: queue full (MaxPending), History closed, connection refused, given up by Close
+	Errors   uint64 // published entries that failed: refused, not acknowledged within AckTimeout, lost in a reconnection
+	Pending  int    // entries queued, or published and waiting for the acknowledgement
 
 	// From the stream info as of StoredAt (zero time: not known yet).
 	// Stats asks for it at most once a second, in the background, so
@@ -272,11 +358,11 @@ type Stats struct {
 
 // Stats returns the counters, without waiting on the network.
 func (h *History) Stats() Stats {
-	s := Stats{Appended: h.appended.Load(), Acked: h.acked.Load(), Dropped: h.dropped.Load(),
-		Errors: h.failed.Load(), Pending: h.js.PublishAsyncPending()}
+	s := Stats{Appended: h.appended.Load(), Sent: h.sent.Load(), Acked: h.acked.Load(), Dropped: h.dropped.Load(),
+		Errors: h.failed.Load(), Pending: len(h.queue) + int(h.holding.Load()) + h.js.PublishAsyncPending()}
 	h.statsMu.Lock()
 	s.StoredMsgs, s.StoredBytes, s.StoredAt = h.stored, h.storedBytes, h.storedAt
-	if !h.refreshing && time.Since(h.storedAt) >= statsEvery && !h.closed.Load() {
+	if !h.refreshing && time.Since(h.storedAt) >= statsEvery && !h.bgDone.Load() {
 		h.refreshing = true
 		h.bg.Add(1)
 		go h.refreshStats() // Close waits for it (h.bg)
@@ -298,24 +384,36 @@ func (h *History) refreshStats() {
 	}
 }
 
-// Close stops Append (later appends are dropped), waits up to CloseWait
-// for the pending appends' acknowledgements, then releases the
-// acknowledgement subscription; appends still pending then are counted in
-// Stats.Errors. It does not close Config.Conn. Calling it again does
-// nothing.
+// Close stops Append (later appends are dropped), then waits up to
+// CloseWait for the queued entries to be published and acknowledged; the
+// entries still queued then are counted in Stats.Dropped, those still
+// waiting for their acknowledgement in Stats.Errors. It does not close
+// Config.Conn. Calling it again does nothing.
 func (h *History) Close() {
-	if h.closed.Swap(true) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
 		return
 	}
+	h.closed = true
+	h.mu.Unlock()
 	t := time.NewTimer(h.closeWait)
+	defer t.Stop()
+	close(h.closing)
 	select {
-	case <-h.js.PublishAsyncComplete():
+	case <-h.writerDone:
+		select {
+		case <-h.js.PublishAsyncComplete():
+		case <-t.C:
+		}
 	case <-t.C:
 	}
-	t.Stop()
+	close(h.abort)
+	<-h.writerDone // at most sendStall more
 	h.js.CleanupPublisher()
+	h.bgDone.Store(true)
 	h.bgCancel()
-	h.statsMu.Lock() // a Stats call that saw the History open has added its refresh to h.bg
+	h.statsMu.Lock() // a Stats call that saw bgDone false has added its refresh to h.bg
 	h.statsMu.Unlock()
 	h.bg.Wait()
 }
