@@ -142,7 +142,7 @@ type History struct {
 	writerDone          chan struct{}
 	appended, dropped   atomic.Uint64
 	sent, acked, failed atomic.Uint64
-	holding             atomic.Int64 // the writer holds an entry taken from queue, not yet published
+	unsent              atomic.Int64 // entries queued or held by the writer, not published yet
 	bgDone              atomic.Bool  // Close: no more background refreshes
 	lastErrLog          atomic.Int64 // unix nanoseconds of the last log line about failed appends
 	failedAtLastErrLog  atomic.Uint64
@@ -233,10 +233,12 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 	h.mu.RLock()
 	ok := !h.closed
 	if ok {
+		h.unsent.Add(1)
 		select {
 		case h.queue <- msg:
 		default:
 			ok = false
+			h.unsent.Add(-1)
 		}
 	}
 	h.mu.RUnlock()
@@ -266,9 +268,8 @@ func (h *History) write() {
 				return // closed (no more appends) and empty
 			}
 		}
-		h.holding.Store(1)
 		h.send(msg)
-		h.holding.Store(0)
+		h.unsent.Add(-1) // published (now in PublishAsyncPending) or dropped
 	}
 }
 
@@ -299,6 +300,7 @@ func (h *History) dropQueued() {
 	for {
 		select {
 		case <-h.queue:
+			h.unsent.Add(-1)
 			h.dropped.Add(1)
 		default:
 			return
@@ -346,7 +348,7 @@ type Stats struct {
 	Acked    uint64 // of which the stream acknowledged (duplicates included)
 	Dropped  uint64 // entries not published: queue full (MaxPending), History closed, connection refused, given up by Close
 	Errors   uint64 // published entries that failed: refused, not acknowledged within AckTimeout, lost in a reconnection
-	Pending  int    // entries queued, or published and waiting for the acknowledgement
+	Pending  int    // entries queued, or published and waiting for the acknowledgement (one may briefly count twice)
 
 	// From the stream info as of StoredAt (zero time: not known yet).
 	// Stats asks for it at most once a second, in the background, so
@@ -359,7 +361,7 @@ type Stats struct {
 // Stats returns the counters, without waiting on the network.
 func (h *History) Stats() Stats {
 	s := Stats{Appended: h.appended.Load(), Sent: h.sent.Load(), Acked: h.acked.Load(), Dropped: h.dropped.Load(),
-		Errors: h.failed.Load(), Pending: len(h.queue) + int(h.holding.Load()) + h.js.PublishAsyncPending()}
+		Errors: h.failed.Load(), Pending: int(h.unsent.Load()) + h.js.PublishAsyncPending()}
 	h.statsMu.Lock()
 	s.StoredMsgs, s.StoredBytes, s.StoredAt = h.stored, h.storedBytes, h.storedAt
 	if !h.refreshing && time.Since(h.storedAt) >= statsEvery && !h.bgDone.Load() {

@@ -68,6 +68,9 @@ type Entry struct {
 //     topics read and the oldest entry of each at the bound (up to 64 of
 //     them; past that it reports ReasonLimit).
 //
+// Both are judged on the stream's state after the entries were read, so
+// an entry removed while Read ran is reported too.
+//
 // Lost is counted exactly when one of the topics read is "#" (every topic):
 // then every sequence in the range that Read did not return was removed,
 // since a sequence is only ever given to a stored entry. Otherwise an
@@ -138,15 +141,27 @@ func (h *History) Read(ctx context.Context, topics []string, after uint64, limit
 	switch {
 	case covering:
 		lost = int(end-after) - len(entries)
+	case after >= last:
 	case after+1 < first:
 		lost = -1
-	case info.Config.MaxMsgsPerSubject > 0 && last-after > uint64(info.Config.MaxMsgsPerSubject):
-		capped, err := h.cappedAfter(ctx, filters, after, info.Config.MaxMsgsPerSubject)
-		if err != nil {
-			return entries, res, err
+	default:
+		// Entries removed while they were read: the stream's state from
+		// now on, when it covers them.
+		if info, err = h.st.Info(ctx); err != nil {
+			return entries, res, fmt.Errorf("history: stream %s: %w", h.stream, err)
 		}
-		if capped {
+		first, max := info.State.FirstSeq, info.Config.MaxMsgsPerSubject
+		switch {
+		case after+1 < first:
 			lost = -1
+		case max > 0 && info.State.LastSeq-after > uint64(max):
+			capped, err := h.cappedAfter(ctx, filters, after, max)
+			if err != nil {
+				return entries, res, err
+			}
+			if capped {
+				lost = -1
+			}
 		}
 	}
 	if lost != 0 {
