@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -59,6 +60,26 @@ func TestEmbeddedHistorySurvivesARestart(t *testing.T) {
 	if seq, err := h.LastSeq(context.Background()); err != nil || seq != 101 {
 		t.Fatalf("LastSeq = %d, %v; want 101", seq, err)
 	}
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	e := embedded(t, t.TempDir())
+	h, err := Open(context.Background(), Config{Conn: e.Conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		h.Append("a/b", "", []byte("x"))
+	}
+	h.Stats() // starts a refresh of the stored counts
+	settle(t, h)
+	if entries, _ := read(t, h, []string{"a/b"}, 0, 100); len(entries) != 10 {
+		t.Fatalf("%d entries", len(entries))
+	}
+	h.Close()
+	e.Close()
+	goleak.VerifyNone(t, ignore)
 }
 
 func TestEmbeddedRefusesNoDir(t *testing.T) {

@@ -453,3 +453,31 @@ func TestSubsetOf(t *testing.T) {
 		}
 	}
 }
+
+// A client may come back on another node: entries appended through one
+// server of a cluster are read through another, the stream replicated on
+// three.
+func TestReadOnAnotherServerOfTheCluster(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	var hs []*History
+	for _, i := range []int{0, 2} {
+		nc, err := nats.Connect(servers[i].ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		hs = append(hs, open(t, nc, Config{Replicas: 3}))
+	}
+	for i := 0; i < 20; i++ {
+		hs[0].Append("app/room/msgs", fmt.Sprint("m", i), []byte(fmt.Sprint(i)))
+	}
+	settle(t, hs[0])
+	last, err := hs[1].LastSeq(context.Background())
+	if err != nil || last != 20 {
+		t.Fatalf("LastSeq on the other server = %d, %v", last, err)
+	}
+	entries, res := read(t, hs[1], []string{"app/+/msgs"}, 5, 100)
+	if len(entries) != 15 || entries[0].Seq != 6 || string(entries[14].Data) != "19" || !res.Complete {
+		t.Fatalf("%d entries, %+v", len(entries), res)
+	}
+}
