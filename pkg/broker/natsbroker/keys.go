@@ -24,6 +24,8 @@ const (
 
 var errKey = errors.New("natsbroker: malformed state key")
 
+const hexDigits = "0123456789ABCDEF"
+
 func plainKeyByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
