@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -83,6 +84,10 @@ func TestClusterWide(t *testing.T) {
 	}
 
 	var res admin.ActionResult
+	if status, body := a.call(t, http.MethodPost, "/api/disconnect", map[string]any{"conn_id": onC.ConnID}); status != 400 ||
+		!strings.Contains(string(body), "conn_id needs its node") {
+		t.Fatalf("conn_id without its node on a cluster: %d %s, want 400", status, body)
+	}
 	a.post(t, "/api/disconnect", map[string]any{"conn_id": onC.ConnID, "node": "node-c", "code": 1012}, 200, &res)
 	if res.Disconnected != 1 {
 		t.Fatalf("disconnect on node-c from node-a: %+v", res)
@@ -129,6 +134,22 @@ func TestClusterWide(t *testing.T) {
 		default:
 		}
 	}
+
+	// A node that stops is named, not asked and not counted, rather than
+	// left out of the answer.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "node-c named as down", func() bool {
+		for _, s := range a.connections(t, "").Nodes {
+			if s.Node == "node-c" && !s.Answered && strings.Contains(s.Error, "judged down") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A node filter naming no live node is a 404 that says so, for lists and
