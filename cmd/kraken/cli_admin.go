@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/NoLagApp/kraken/pkg/admin"
 )
@@ -169,10 +170,15 @@ func (c *adminCmd) parse(args []string) (code int, done bool) {
 	if c.client, err = adminHTTPClient(base, c.caFile); err != nil {
 		return c.fail(err), true // as kraken pub and sub do
 	}
-	if s, ok := c.lookup("KRAKEN_ADMIN_SECRET"); ok && s != "" {
+	from := "KRAKEN_ADMIN_SECRET"
+	if s, ok := c.lookup(from); ok && s != "" {
 		c.secret = s
 	} else {
-		c.secret, _ = c.lookup("ADMIN_SECRET")
+		from = "ADMIN_SECRET"
+		c.secret, _ = c.lookup(from)
+	}
+	if strings.IndexFunc(c.secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return c.usageError(fmt.Errorf("%s holds a space, a newline or a control character (a trailing newline from a file?): no Authorization header can carry it", from)), true
 	}
 	return exitOK, false
 }

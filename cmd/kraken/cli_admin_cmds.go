@@ -283,10 +283,21 @@ func adminDrain(c *adminCmd) int {
 			Exit     bool               `json:"exit"`
 			Nodes    []admin.NodeStatus `json:"nodes"`
 		}
-		if raw != nil && json.Unmarshal(raw, &res) == nil && len(res.Nodes) > 0 {
-			c.warnNodes(res.Nodes) // the API's 404 says when no node answered
+		decoded := raw != nil && json.Unmarshal(raw, &res) == nil
+		var refused *apiError
+		if errors.As(err, &refused) && refused.Status == http.StatusConflict && *wait > 0 && decoded && len(res.Nodes) == 1 {
+			// Draining already (SIGUSR2, another operator, a preStop run
+			// twice): waiting for its end is still what was asked.
+			name := res.Nodes[0].Node
+			fmt.Fprintf(c.stdout, "node %s: %s; waiting for it\n", printable(name), refused.Msg)
+			return c.waitDrained(name, true, *wait)
 		}
 		if err != nil {
+			for _, n := range res.Nodes {
+				if !n.Answered { // the others' errors are the one printed below
+					c.warnNodes([]admin.NodeStatus{n})
+				}
+			}
 			return c.fail(err)
 		}
 		if c.json {

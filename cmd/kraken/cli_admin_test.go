@@ -126,6 +126,11 @@ func TestAdminCLI(t *testing.T) {
 		// ADMIN_SECRET, the broker's own variable, serves when
 		// KRAKEN_ADMIN_SECRET is unset.
 		adminCLI{t: t, addr: adminAddr, env: []string{"ADMIN_SECRET=s3cret"}}.ok("list")
+		// A secret read from a file with its newline is named, not sent.
+		code, _, errs := adminCLI{t: t, addr: adminAddr, env: []string{"KRAKEN_ADMIN_SECRET=s3cret\n"}}.run("list")
+		if code != 2 || !strings.Contains(errs, "KRAKEN_ADMIN_SECRET holds a space, a newline") {
+			t.Errorf("a secret with a newline: exit %d, %s; want 2 naming it", code, errs)
+		}
 	})
 
 	t.Run("usage and unreachable", func(t *testing.T) {
@@ -221,8 +226,14 @@ func TestAdminCLI(t *testing.T) {
 			t.Errorf("/ready once drained: %d, want 503", code)
 		}
 		code, _, errs := cli.run("drain")
-		if code != 1 || !strings.Contains(errs, "HTTP 409") {
-			t.Errorf("second drain: exit %d, %s; want 1 and HTTP 409", code, errs)
+		if code != 1 || !strings.Contains(errs, "HTTP 409") || strings.Count(errs, "already begun") != 1 {
+			t.Errorf("second drain: exit %d, %s; want 1 and HTTP 409, said once", code, errs)
+		}
+		// With --wait, a drain already under way is waited for (a preStop
+		// hook after a SIGUSR2).
+		out = cli.ok("drain", "--stay", "--wait", "5s")
+		if !strings.Contains(out, "already begun; waiting for it") || !strings.Contains(out, "holds no client connection") {
+			t.Errorf("drain --wait while draining: %s", out)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Config is the server configuration. Each field names its environment
@@ -344,6 +345,10 @@ func (c Config) problems() []error {
 	if ok("ADMIN_ADDR", "WS_PORT", "WS_HOST") && c.adminClashes() {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"ADMIN_ADDR=%s: the port is WS_PORT's (%d); give the admin listener a port of its own, or off", c.AdminAddr, c.WSPort)})
+	}
+	if ok("ADMIN_SECRET") && strings.IndexFunc(c.AdminSecret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		errs = append(errs, &fieldError{msg: "ADMIN_SECRET holds a space, a newline or a control character (a trailing newline from a file?): " +
+			"no Authorization header can carry it; use printable characters only, e.g. openssl rand -hex 32"})
 	}
 	if ok("ADMIN_ADDR", "ADMIN_SECRET") && c.AdminSecret == "" && !c.AdminOnLoopback() {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
