@@ -221,6 +221,17 @@ func TestInfo(t *testing.T) {
 		in.Connections["authenticated"] != 2 || len(in.Peers) != 0 {
 		t.Fatalf("info %+v", in)
 	}
+	// A refused auth and a client that hangs up are counted as the metrics
+	// count them.
+	bad := testpeer.Dial(t, tn.ws)
+	bad.Send("type", "auth", "token", "no-such-token")
+	bad.ExpectFields("type", "auth", "success", false)
+	_ = bad.Conn.Close()
+	waitFor(t, 5*time.Second, "the refusal and the close counted", func() bool {
+		tn.get(t, "/api/info", &page)
+		in = page.Nodes[0]
+		return in.Refused["auth:denied"] == 1 && in.Closed["peer_closed"] == 1
+	})
 }
 
 // POST /api/drain asks the node's drain (exit by default, or stay), and
@@ -250,5 +261,76 @@ func TestDrainAsked(t *testing.T) {
 	}
 	if status, _ := tn.call(t, http.MethodPost, "/api/drain", map[string]any{"node": "elsewhere"}); status != http.StatusNotFound {
 		t.Fatalf("a drain of an unknown node: %d, want 404", status)
+	}
+}
+
+// Requests are read strictly, so that a typo never widens or narrows an
+// action without a word: an unknown or misspelt field or query parameter,
+// a field given twice, invalid UTF-8 are 400 with the reason; a body over
+// 64 KiB is 413; a path with another method is 405 with Allow; a trailing
+// slash is 404 naming the path meant. The bearer scheme is
+// case-insensitive.
+func TestStrictRequests(t *testing.T) {
+	tn := startNode(t, nodeOptions{secret: "k"})
+	bob := tn.client(t, "dev-token-bob")
+	for _, c := range []struct {
+		body string
+		want string
+	}{
+		{`{"ACTOR":"bob"}`, `unknown field \"ACTOR\"`},
+		{`{"actor":"nobody","actor":"bob"}`, `field \"actor\" is given twice`},
+		{"{\"actor\":\"\xff\"}", "not valid UTF-8"},
+		{`{"actor":"bob"} {"actor":"bob"}`, "more than one JSON value"},
+		{`["bob"]`, "not a JSON object"},
+		{`{"actor":7}`, "not the JSON object expected"},
+	} {
+		status, body := tn.call(t, http.MethodPost, "/api/disconnect", c.body)
+		if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%q: %d %s, want 400 with %q", c.body, status, body, c.want)
+		}
+	}
+	if status, body := tn.call(t, http.MethodPost, "/api/disconnect", `{"actor":"`+strings.Repeat("b", 70<<10)+`"}`); status != http.StatusRequestEntityTooLarge ||
+		!strings.Contains(string(body), "65536 bytes") {
+		t.Errorf("a 70 KiB body: %d %s, want 413 naming the bound", status, body)
+	}
+	for path, want := range map[string]string{
+		"/api/connections?user=bob":          `unknown query parameter \"user\"`,
+		"/api/connections?actor=a&actor=b":   `\"actor\" is given twice`,
+		"/api/info?verbose=1":                `unknown query parameter \"verbose\"`,
+		"/api/presence?room=general&x=y":     `unknown query parameter \"x\"`,
+		"/api/topics?prefix=demo&limits=100": `unknown query parameter \"limits\"`,
+	} {
+		if status, body := tn.call(t, http.MethodGet, path, nil); status != http.StatusBadRequest || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %s, want 400 with %q", path, status, body, want)
+		}
+	}
+	bob.ExpectNothing(50 * time.Millisecond) // nothing of that reached bob
+
+	req, _ := http.NewRequest(http.MethodGet, tn.admin.URL+"/api/disconnect", nil)
+	req.Header.Set("Authorization", "bearer k") // lower case: the scheme is case-insensitive
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /api/disconnect: %d Allow %q, want 405 Allow POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	if status, body := tn.call(t, http.MethodGet, "/api/connections/", nil); status != http.StatusNotFound ||
+		!strings.Contains(string(body), "did you mean /api/connections") {
+		t.Errorf("a trailing slash: %d %s", status, body)
+	}
+	if status, body := tn.callWith(t, "", http.MethodGet, "/api/info", nil); status != 401 || !strings.Contains(string(body), "missing bearer secret") {
+		t.Errorf("no Authorization: %d %s", status, body)
+	}
+	req, _ = http.NewRequest(http.MethodGet, tn.admin.URL+"/api/info", nil)
+	req.Header.Set("Authorization", "Basic a2s=")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("Basic authorization: %d, want 401", resp.StatusCode)
 	}
 }

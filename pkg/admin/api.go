@@ -82,21 +82,29 @@ type Mux interface {
 // and the status page that reads them, GET /status (status.go), which
 // needs no secret itself.
 func (a *API) Register(mux Mux) {
+	rt := routes{}
+	handle := func(pattern string, query []string, h http.HandlerFunc) {
+		rt.add(pattern)
+		mux.Handle(pattern, a.guard(func(w http.ResponseWriter, r *http.Request) {
+			if checkQuery(w, r, query...) {
+				h(w, r)
+			}
+		}))
+	}
 	mux.Handle("GET /status", http.HandlerFunc(serveStatus))
-	mux.Handle("GET /api/connections", a.guard(a.getConnections))
-	mux.Handle("POST /api/disconnect", a.guard(a.postDisconnect))
-	mux.Handle("POST /api/revoke", a.guard(a.postRevoke))
-	mux.Handle("GET /api/topics", a.guard(a.getTopics))
-	mux.Handle("GET /api/presence", a.guard(a.getPresence))
-	mux.Handle("GET /api/info", a.guard(a.getInfo))
-	mux.Handle("POST /api/drain", a.guard(a.postDrain))
-	mux.Handle("GET /api/openapi.json", a.guard(func(w http.ResponseWriter, _ *http.Request) {
+	handle("GET /api/connections", []string{"node", "conn_id", "actor", "project", "transport", "remote_addr", "limit", "after"},
+		a.getConnections)
+	handle("POST /api/disconnect", nil, a.postDisconnect)
+	handle("POST /api/revoke", nil, a.postRevoke)
+	handle("GET /api/topics", []string{"prefix", "node", "limit"}, a.getTopics)
+	handle("GET /api/presence", []string{"room"}, a.getPresence)
+	handle("GET /api/info", nil, a.getInfo)
+	handle("POST /api/drain", nil, a.postDrain)
+	handle("GET /api/openapi.json", nil, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
-	}))
-	mux.Handle("/api/", a.guard(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no admin API path "+r.Method+" "+r.URL.Path+": see GET /api/openapi.json")
-	}))
+	})
+	mux.Handle("/api/", a.guard(rt.notFound))
 }
 
 // Guard wraps h with the API's secret check: 401 with a reason when the
@@ -107,10 +115,16 @@ func (a *API) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if a.cfg.Secret != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok {
+			// The scheme is case-insensitive (RFC 9110 §11.1).
+			scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			got = strings.TrimSpace(got)
+			if !strings.EqualFold(scheme, "Bearer") || got == "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="kraken admin"`)
-				writeError(w, http.StatusUnauthorized, "missing bearer secret: send Authorization: Bearer <ADMIN_SECRET>")
+				msg := "missing bearer secret: send Authorization: Bearer <ADMIN_SECRET>"
+				if r.Header.Get("Authorization") != "" {
+					msg = "the Authorization header is not a bearer secret: send Authorization: Bearer <ADMIN_SECRET>"
+				}
+				writeError(w, http.StatusUnauthorized, msg)
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.Secret)) != 1 {

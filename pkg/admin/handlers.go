@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -25,9 +24,6 @@ const (
 	maxLimit     = 1000
 )
 
-// maxBody bounds a request body.
-const maxBody = 64 << 10
-
 // noSuchNode answers 404 when the request named a node (node) and no node
 // of that name took part (nodes), and reports whether it did.
 func noSuchNode(w http.ResponseWriter, node string, nodes []NodeStatus) bool {
@@ -37,23 +33,6 @@ func noSuchNode(w http.ResponseWriter, node string, nodes []NodeStatus) bool {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no node " + strconv.Quote(node) +
 		" is live in the cluster: GET /api/info lists the nodes", "nodes": nodes})
 	return true
-}
-
-// readBody decodes r's JSON body into v, strictly: an unknown field, a
-// second value or a body over maxBody is an error that says so.
-func readBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("the body is empty: send a JSON object")
-		}
-		return fmt.Errorf("the body is not the JSON object expected: %v", err)
-	}
-	if dec.More() {
-		return errors.New("the body holds more than one JSON value")
-	}
-	return nil
 }
 
 // filterOf reads the connection filter of a GET query.
@@ -164,8 +143,7 @@ type ActionResult struct {
 
 func (a *API) postDisconnect(w http.ResponseWriter, r *http.Request) {
 	var body DisconnectRequest
-	if err := readBody(r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !readBody(w, r, &body) {
 		return
 	}
 	f := filter{Node: body.Node, ConnID: body.ConnID, Actor: body.Actor, Project: body.Project,
@@ -228,8 +206,7 @@ type RevokeRequest struct {
 
 func (a *API) postRevoke(w http.ResponseWriter, r *http.Request) {
 	var body RevokeRequest
-	if err := readBody(r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !readBody(w, r, &body) {
 		return
 	}
 	if (body.Actor == "") == (body.Token == "") {
@@ -402,8 +379,7 @@ type DrainRequest struct {
 func (a *API) postDrain(w http.ResponseWriter, r *http.Request) {
 	var body DrainRequest
 	if r.ContentLength != 0 {
-		if err := readBody(r, &body); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+		if !readBody(w, r, &body) {
 			return
 		}
 	}

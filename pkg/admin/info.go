@@ -36,10 +36,12 @@ type Info struct {
 	Published     uint64 `json:"published"`
 	Deliveries    uint64 `json:"deliveries"`
 	SlowConsumers uint64 `json:"slow_consumers"`
-	// Refused counts refusals by reason: the edge limits' (at accept) and
+	// Refused counts refusals by reason: the edge limits' (at accept), the
+	// auths refused ("auth:<outcome>", kraken_auth_results_total's), and
 	// the publishes and subscriptions refused, as "publish:<reason>" and
-	// "subscribe:<reason>"; Closed the connections the broker closed, by
-	// close reason (plain HTTP requests answered are left out).
+	// "subscribe:<reason>"; Closed the WebSocket and MQTT connections that
+	// ended, by close reason, peer_closed included
+	// (kraken_connections_closed_total's).
 	Refused map[string]uint64 `json:"refused"`
 	Closed  map[string]uint64 `json:"closed"`
 	// Peers are the other live nodes this node knows (a cluster on
@@ -89,12 +91,24 @@ func (a *API) info(context.Context) Info {
 			in.Refused["subscribe:"+session.Refusal(r).String()] = n
 		}
 	}
+	for _, o := range session.AuthOutcomes {
+		if n := st.Auth[o]; o != session.AuthOK && n > 0 {
+			in.Refused["auth:"+o.String()] = n
+		}
+	}
 	for _, n := range st.Published {
 		in.MessagesIn += n
 	}
-	for r, n := range st.Hub.Closed {
-		if n > 0 && disconnect.Reason(r) != disconnect.HTTPDone { // plain HTTP requests (probes) are not closes
-			in.Closed[disconnect.Reason(r).String()] = n
+	// As kraken_connections_closed_total: by close reason, peer_closed
+	// included; plain HTTP requests (probes) are not connections.
+	for k := range st.Closed {
+		if node.Kind(k) == node.KindHTTP {
+			continue
+		}
+		for r, n := range st.Closed[k] {
+			if n > 0 {
+				in.Closed[disconnect.Reason(r).String()] += n
+			}
 		}
 	}
 	if a.op != nil {
