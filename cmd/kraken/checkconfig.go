@@ -117,7 +117,7 @@ func (r *checkReport) settingWarnings(cfg config.Config) {
 	}
 	if cfg.AdminAddr != config.AddrOff {
 		if host, _, err := net.SplitHostPort(cfg.AdminAddr); err == nil && !loopback(host) {
-			r.warnf("ADMIN_ADDR=%s listens beyond loopback: /metrics, /ready and /health are not authenticated (the admin API and /debug/pprof take ADMIN_SECRET); keep it on a private network", cfg.AdminAddr)
+			r.warnf("ADMIN_ADDR=%s listens beyond loopback: /metrics, /ready and /health are not authenticated (the admin API and /debug/pprof take ADMIN_SECRET, required there); keep it on a private network", cfg.AdminAddr)
 		}
 	}
 	if cfg.AuthBackend == "http" && cfg.AuthFile != config.Defaults().AuthFile {

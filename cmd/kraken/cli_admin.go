@@ -82,7 +82,7 @@ var adminCommands = map[string]struct {
 		"--stay stays up, not ready, until it is stopped. --wait returns only once\n" +
 		"the node holds no client connection (exit 1 if it still does after\n" +
 		"DURATION): a Kubernetes preStop hook runs `kraken admin drain --stay\n" +
-		"--wait 45s`.", adminDrain},
+		"--wait 25s` (deploy/k8s).", adminDrain},
 	"topics": {"topics [--prefix P] [--node N] [--limit N] [--json]\n\n" +
 		"Lists the topics with subscribers, the busiest first.", adminTopics},
 	"info": {"info [--settings] [--json]\n\nSummarizes every node: version, uptime, readiness, connections, counters.", adminInfo},
@@ -124,7 +124,11 @@ func runAdminWithInput(args []string, lookup func(string) (string, bool), stdin 
 	}
 	sub, ok := adminCommands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "kraken admin: unknown command %q\n\n%s", args[0], adminUsage)
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "kraken admin: %q: flags go after the command (kraken admin list %s)\n\n%s", args[0], args[0], adminUsage)
+		} else {
+			fmt.Fprintf(stderr, "kraken admin: unknown command %q\n\n%s", args[0], adminUsage)
+		}
 		return exitUsage
 	}
 	c := &adminCmd{name: "admin " + args[0], argv: args[1:], stdin: stdin, stdout: stdout, stderr: stderr, lookup: lookup}
@@ -193,7 +197,9 @@ func adminBaseURL(addr string) (string, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return "", fmt.Errorf("--admin-addr %q: want host:port or an http:// or https:// URL", addr)
 		}
-		return strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), nil
+		// A URL of the API itself (…/api or …/api/) names the listener it is on.
+		path := strings.TrimSuffix(strings.TrimRight(u.EscapedPath(), "/"), "/api")
+		return strings.TrimRight(u.Scheme+"://"+u.Host+path, "/"), nil
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {

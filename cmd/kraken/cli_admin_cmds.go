@@ -401,14 +401,14 @@ func adminInfo(c *adminCmd) int {
 	}
 	return c.withSignals(func() int {
 		var page admin.InfoPage
-		if code, done := c.ask("GET", "/api/info", nil, &page, func() []admin.NodeStatus { return page.Status }); done {
+		if code, done := c.ask("GET", "/api/info", nil, &page, func() []admin.NodeStatus { return page.Nodes }); done {
 			return code
 		}
 		self := map[string]bool{}
-		for _, s := range page.Status {
+		for _, s := range page.Nodes {
 			self[s.Node] = s.Self
 		}
-		for i, in := range page.Nodes {
+		for i, in := range page.Info {
 			if i > 0 {
 				fmt.Fprintln(c.stdout)
 			}

@@ -157,9 +157,13 @@ func TestAdminCLI(t *testing.T) {
 				t.Errorf("kraken admin %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 			}
 		}
-		code, _, errs = cli.run("info", "--admin-addr", "http://"+adminAddr+"/")
-		if code != 0 {
-			t.Errorf("--admin-addr as a URL: exit %d, %s", code, errs)
+		for _, u := range []string{"http://" + adminAddr + "/", "http://" + adminAddr + "/api/"} {
+			if code, _, errs := cli.run("info", "--admin-addr", u); code != 0 {
+				t.Errorf("--admin-addr %s: exit %d, %s", u, code, errs)
+			}
+		}
+		if code, _, errs := cli.run("--admin-addr", adminAddr, "info"); code != 2 || !strings.Contains(errs, "flags go after the command") {
+			t.Errorf("a flag before the command: exit %d, %s", code, errs)
 		}
 	})
 
@@ -222,8 +226,8 @@ func TestAdminCLI(t *testing.T) {
 		// process must still be there.
 		time.Sleep(2 * time.Second)
 		b.expectRunning(t)
-		if code, _ := get(t, "http://"+adminAddr+"/ready"); code != 503 {
-			t.Errorf("/ready once drained: %d, want 503", code)
+		if code, body := get(t, "http://"+adminAddr+"/ready"); code != 503 || !strings.Contains(body, "the node is drained") {
+			t.Errorf("/ready once drained: %d %s, want 503 saying it is drained", code, body)
 		}
 		code, _, errs := cli.run("drain")
 		if code != 1 || !strings.Contains(errs, "HTTP 409") || strings.Count(errs, "already begun") != 1 {

@@ -213,10 +213,10 @@ func TestInfo(t *testing.T) {
 	tn.client(t, "dev-token-alice")
 	var page admin.InfoPage
 	tn.get(t, "/api/info", &page)
-	if len(page.Nodes) != 1 {
+	if len(page.Info) != 1 {
 		t.Fatalf("nodes %+v", page)
 	}
-	in := page.Nodes[0]
+	in := page.Info[0]
 	if in.Node != "node-a" || in.Version != "test" || !in.Ready || in.Draining || in.Connections["websocket"] != 2 ||
 		in.Connections["authenticated"] != 2 || len(in.Peers) != 0 {
 		t.Fatalf("info %+v", in)
@@ -229,7 +229,7 @@ func TestInfo(t *testing.T) {
 	_ = bad.Conn.Close()
 	waitFor(t, 5*time.Second, "the refusal and the close counted", func() bool {
 		tn.get(t, "/api/info", &page)
-		in = page.Nodes[0]
+		in = page.Info[0]
 		return in.Refused["auth:denied"] == 1 && in.Closed["peer_closed"] == 1
 	})
 }

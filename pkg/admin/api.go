@@ -159,7 +159,9 @@ func (a *API) answerPeer(ctx context.Context, data []byte) []byte {
 		ans = failed(400, "bad request from another node: %v", err)
 	} else {
 		ans = a.run(ctx, req)
-		a.logAction(req, ans, false)
+		if req.Filter.Node == "" || req.Filter.Node == a.n.NodeID() { // a request for another node did nothing here
+			a.logAction(req, ans, false)
+		}
 	}
 	b, _ := json.Marshal(ans)
 	return b

@@ -114,7 +114,7 @@ func TestClusterWide(t *testing.T) {
 
 	var info admin.InfoPage
 	a.get(t, "/api/info", &info)
-	if len(info.Nodes) != 3 || info.Nodes[0].Node != "node-a" || len(info.Nodes[0].Peers) != 2 {
+	if len(info.Info) != 3 || info.Info[0].Node != "node-a" || len(info.Info[0].Peers) != 2 || len(info.Nodes) != 3 {
 		t.Fatalf("info: %+v", info)
 	}
 

@@ -349,18 +349,18 @@ func presenceJSON(b []byte) json.RawMessage {
 }
 
 // InfoPage is the answer of GET /api/info: every node that answered, the
-// one asked first.
+// one asked first, and how each node took part, as in every answer.
 type InfoPage struct {
-	Nodes  []Info       `json:"nodes"`
-	Status []NodeStatus `json:"status"`
+	Info  []Info       `json:"info"`
+	Nodes []NodeStatus `json:"nodes"`
 }
 
 func (a *API) getInfo(w http.ResponseWriter, r *http.Request) {
 	answers, status := a.everywhere(r.Context(), request{Op: opInfo})
-	page := InfoPage{Nodes: []Info{}, Status: status}
+	page := InfoPage{Info: []Info{}, Nodes: status}
 	for _, ans := range answers {
 		if ans.Info != nil {
-			page.Nodes = append(page.Nodes, *ans.Info)
+			page.Info = append(page.Info, *ans.Info)
 		}
 	}
 	writeJSON(w, http.StatusOK, page)

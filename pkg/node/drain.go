@@ -17,7 +17,10 @@ const DrainTick = 100 * time.Millisecond
 // already begun.
 var ErrDraining = errors.New("node: a drain or a shutdown has already begun")
 
-const errDrainingReady = readyError("the node is draining: its connections are being closed")
+const (
+	errDrainingReady = readyError("the node is draining: its connections are being closed")
+	errDrainedReady  = readyError("the node is drained: it accepts no connection and stays up until it is stopped")
+)
 
 // Drain puts the node in lame-duck mode and closes its client
 // connections over d: readiness answers "draining" at once, every
@@ -41,6 +44,7 @@ func (n *Node) Drain(ctx context.Context, d time.Duration) error {
 	if n.draining.Load() || !n.lameDuck.CompareAndSwap(false, true) {
 		return ErrDraining
 	}
+	defer n.drained.Store(true)
 	for _, t := range n.transportList() {
 		if ld, ok := t.(LameDuck); ok {
 			ld.LameDuck()

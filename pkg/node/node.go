@@ -84,6 +84,7 @@ type Node struct {
 	byEnc      [hub.MaxEncodings]atomic.Value // of transportBox, by encoding ID
 	draining   atomic.Bool                    // Shutdown has begun
 	lameDuck   atomic.Bool                    // Drain has begun (drain.go)
+	drained    atomic.Bool                    // Drain has returned (drain.go)
 	limits     *edge.Limiter                  // nil when Config.Limits bounds nothing
 	obs        counts                         // stats.go
 	checksMu   sync.Mutex                     // serialises AddReadyCheck

@@ -76,7 +76,11 @@ func (n *Node) ReadyWarnings() []NotReadyReason {
 func (n *Node) NotReady() []NotReadyReason {
 	var out []NotReadyReason
 	if n.lameDuck.Load() {
-		out = append(out, NotReadyReason{Name: "draining", Err: errDrainingReady})
+		err := error(errDrainingReady)
+		if n.drained.Load() {
+			err = errDrainedReady
+		}
+		out = append(out, NotReadyReason{Name: "draining", Err: err})
 	}
 	if n.draining.Load() {
 		out = append(out, NotReadyReason{Name: "shutting_down", Err: errShuttingDown})
