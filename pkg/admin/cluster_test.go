@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,21 @@ func TestClusterWide(t *testing.T) {
 	}
 	if onC == nil {
 		t.Fatalf("alice on node-c is not listed: %+v", page.Connections)
+	}
+	// Pages of one walk every node's connections once, by node then id.
+	var walked []string
+	for after := ""; ; {
+		p := a.connections(t, "limit=1&after="+after)
+		for _, conn := range p.Connections {
+			walked = append(walked, fmt.Sprintf("%s/%d", conn.Node, conn.ConnID))
+		}
+		if p.Next == "" || len(walked) > 4 {
+			break
+		}
+		after = p.Next
+	}
+	if len(walked) != 4 || !sort.StringsAreSorted(walked) || walked[0][:6] != "node-a" || walked[3][:6] != "node-c" {
+		t.Fatalf("paged across the nodes: %v", walked)
 	}
 	if got := a.connections(t, "node=node-b"); got.Total != 1 || got.Connections[0].Node != "node-b" || len(got.Nodes) != 1 {
 		t.Fatalf("node-b only: %+v", got)

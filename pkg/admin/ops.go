@@ -204,20 +204,25 @@ func (a *API) connections(ctx context.Context, req request) answer {
 	if err != nil {
 		return failed(400, "%v", err)
 	}
-	list, err := a.n.Connections(ctx, cf)
 	self := a.n.NodeID()
-	ans := answer{Matched: len(list)}
+	after := uint64(0)
+	switch {
+	case req.AfterNode > self: // the page has passed this node
+		after = ^uint64(0)
+	case req.AfterNode == self:
+		after = req.AfterID
+	}
+	var list []node.ConnInfo
+	ans := answer{}
+	if after == ^uint64(0) {
+		_, ans.Matched, _, err = a.n.Connections(ctx, cf, after, 1)
+	} else {
+		list, ans.Matched, ans.More, err = a.n.Connections(ctx, cf, after, req.Limit)
+	}
 	if err != nil { // some workers did not answer in time: the list is partial
 		ans.Error, ans.Status = "partial: "+err.Error(), 503
 	}
 	for _, ci := range list {
-		if req.AfterNode > self || req.AfterNode == self && ci.ID <= req.AfterID {
-			continue
-		}
-		if len(ans.Connections) == req.Limit {
-			ans.More = true
-			break
-		}
 		ans.Connections = append(ans.Connections, Connection{Node: self, ConnID: ci.ID, Actor: ci.Actor,
 			Project: ci.Project, Transport: ci.Kind.String(), RemoteAddr: ci.RemoteAddr,
 			ConnectedAt: ci.OpenedAt.UTC().Truncate(time.Millisecond), Authenticated: ci.Authenticated,

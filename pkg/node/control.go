@@ -1,10 +1,12 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/netip"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/auth"
@@ -82,12 +84,31 @@ func (n *Node) selects(f ConnFilter, c *hub.Conn) bool {
 	return true
 }
 
-// Connections returns this node's client connections f selects, by id.
-// It asks every worker (hub.Gather): O(connections), for an operator. On
-// ctx's end it returns what it has, and ctx.Err().
-func (n *Node) Connections(ctx context.Context, f ConnFilter) ([]ConnInfo, error) {
-	out, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (ConnInfo, bool) {
-		if !n.selects(f, c) {
+// Connections returns a page of this node's client connections f
+// selects: those with an id above after, the lowest ids first, at most
+// limit of them (limit <= 0: all), with matched, how many f selects in
+// all, and more, whether some above after were left out. It asks every
+// worker twice (hub.Gather): for the ids f selects (8 bytes each), then
+// for what the page shows, so a page of a node holding a million
+// connections costs the ids, not a million descriptions. On ctx's end it
+// returns what it has, and ctx.Err().
+func (n *Node) Connections(ctx context.Context, f ConnFilter, after uint64, limit int) (page []ConnInfo, matched int, more bool, err error) {
+	ids, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (uint64, bool) { return c.ID, n.selects(f, c) })
+	matched = len(ids)
+	slices.Sort(ids)
+	ids = ids[sort.Search(len(ids), func(i int) bool { return ids[i] > after }):]
+	if limit > 0 && len(ids) > limit {
+		ids, more = ids[:limit], true
+	}
+	if len(ids) == 0 || err != nil {
+		return nil, matched, more, err
+	}
+	want := make(map[uint64]struct{}, len(ids))
+	for _, id := range ids {
+		want[id] = struct{}{}
+	}
+	page, err = hub.Gather(ctx, n.hub, func(c *hub.Conn) (ConnInfo, bool) {
+		if _, ok := want[c.ID]; !ok {
 			return ConnInfo{}, false
 		}
 		ci := ConnInfo{ID: c.ID, Kind: n.kind(c), OpenedAt: c.OpenedAt(),
@@ -102,16 +123,8 @@ func (n *Node) Connections(ctx context.Context, f ConnFilter) ([]ConnInfo, error
 		}
 		return ci, true
 	})
-	slices.SortFunc(out, func(a, b ConnInfo) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out, err
+	slices.SortFunc(page, func(a, b ConnInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return page, matched, more, err
 }
 
 // ErrNoFilter is Disconnect's error for an empty filter: closing every
