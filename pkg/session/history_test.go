@@ -95,3 +95,5 @@ func BenchmarkKeep(b *testing.B) {
 type discardHistory struct{}
 
 func (discardHistory) Append(string, string, []byte) bool { return true }
+
+func withDiscardHistory(c *Config) { c.History = discardHistory{} }
