@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -93,6 +94,14 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if err != nil {
 		return startFailed(log, err, exitConfig)
 	}
+	hist, err := openHistory(cfg, nodeID, log)
+	switch {
+	case errors.Is(err, errStoreDir):
+		return startFailed(log, err, exitConfig)
+	case err != nil:
+		return startFailed(log, err, exitFail)
+	}
+	defer hist.close() // after the node's shutdown: its last publishes are kept
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -108,6 +117,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 			MaxMessageSize:  cfg.MaxMessageSize,
 			RecordMessages:  cfg.RecordMessages,
 			Store:           msgStore,
+			History:         hist.sessionHistory(),
 			Broker:          fanout,
 			NodeID:          nodeID,
 			RateLimit:       cfg.RateLimit,
@@ -178,6 +188,7 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		return startFailed(log, err, exitFail)
 	}
 	backend.addReadyChecks(n)
+	hist.addReadyCheck(n)
 	tc.addReadyWarning(n)
 	if err := start(n, srv, mq); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -190,6 +201,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	comps := components(n, srv, mq, backend, cache, ext, cfg.BrokerBackend)
 	if tc != nil {
 		comps = append(comps, tc.store)
+	}
+	if hist != nil {
+		comps = append(comps, hist)
 	}
 	// POST /api/drain asks serve's goroutine to drain, as SIGUSR2 does;
 	// exit false keeps the process up, drained, until it is stopped.
@@ -356,19 +370,8 @@ func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broke
 	if cfg.BrokerBackend != "nats" {
 		return local.Broker{}, nil
 	}
-	var opts []nats.Option
-	if cfg.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
-	}
-	if cfg.NATSTLSCA != "" {
-		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
-	}
-	var urls []string
-	for _, u := range strings.Split(cfg.NATSURL, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			urls = append(urls, u)
-		}
-	}
+	opts := natsOptions(cfg)
+	urls := natsURLs(cfg)
 	b, err := natsbroker.New(natsbroker.Config{URLs: urls, Node: nodeID, Options: opts, RetainTTL: cfg.RetainTTL,
 		RetainReplicas: cfg.NATSReplicas, StateReplicas: cfg.NATSReplicas, Logger: log.Named("broker.nats")})
 	if err != nil {
@@ -377,6 +380,33 @@ func newBroker(cfg config.Config, nodeID string, log *zap.Logger) (kbroker.Broke
 	log.Info("broker backend", zap.String("backend", "nats"), zap.Strings("nats_url", urls), zap.String("node_id", nodeID))
 	return b, nil
 }
+
+// natsOptions are the connection options of NATS_CREDS and NATS_TLS_CA.
+func natsOptions(cfg config.Config) []nats.Option {
+	var opts []nats.Option
+	if cfg.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	}
+	if cfg.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
+	}
+	return opts
+}
+
+// natsURLs are the servers of NATS_URL, blanks and empty items dropped.
+func natsURLs(cfg config.Config) []string {
+	var urls []string
+	for _, u := range strings.Split(cfg.NATSURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// natsServers is NATS_URL as nats.Connect takes it: the servers joined
+// with commas.
+func natsServers(cfg config.Config) string { return strings.Join(natsURLs(cfg), ",") }
 
 // authBackend is the auth backend serve runs with.
 type authBackend struct {
@@ -503,7 +533,8 @@ func reloadOnSignal(ctx context.Context, hup <-chan os.Signal, reload func()) <-
 }
 
 // newStore picks the message store (STORE_BACKEND): in memory, bounded by
-// STORE_MAX_MESSAGES and STORE_TTL_SECONDS, or none.
+// STORE_MAX_MESSAGES and STORE_TTL_SECONDS (memory, and jetstream, whose
+// durable history openHistory opens besides), or none.
 func newStore(cfg config.Config) store.Store {
 	if cfg.StoreBackend == "noop" || !cfg.RecordMessages {
 		return noop.Store{}

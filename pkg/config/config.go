@@ -157,8 +157,25 @@ type Config struct {
 	// name plus a random suffix, new at every start).
 	NodeID string
 	// StoreBackend selects the message store (STORE_BACKEND, "memory"; "ets"
-	// is an alias of "memory"; "noop" records nothing).
+	// is an alias of "memory"; "noop" records nothing; "jetstream" is
+	// "memory" plus a durable history of every accepted publish in
+	// JetStream, pkg/history, decisions.md OQ-72): on NATSURL's servers
+	// with NATSReplicas replicas when BrokerBackend is "nats", else on an
+	// embedded NATS server whose files are under StoreDir.
 	StoreBackend string
+	// StoreDir is where the embedded JetStream server of
+	// STORE_BACKEND=jetstream keeps its files (STORE_DIR, "data/jetstream",
+	// relative to the working directory; "" means the default). Unused with
+	// BROKER_BACKEND=nats. serve checks at start that it can be created
+	// and written.
+	StoreDir string
+	// HistoryMaxBytes bounds the history's stored bytes, all topics
+	// together (HISTORY_MAX_BYTES, 1 GiB, at least 1 MiB); past it the
+	// oldest entries are removed. HistoryMaxPerTopic bounds the entries
+	// kept per routing key (HISTORY_MAX_PER_TOPIC, 10000). The age bound
+	// is StoreTTL.
+	HistoryMaxBytes    int
+	HistoryMaxPerTopic int
 	// RecordMessages switches message recording (RECORD_MESSAGES, true):
 	// msgId and requiresAck on every message, and the message store
 	// (wire-reference.md §6.4).

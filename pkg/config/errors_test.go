@@ -118,7 +118,14 @@ func TestValidate(t *testing.T) {
 		{name: "negative drain", modify: func(c *Config) { c.DrainTimeout = -time.Second },
 			want: []string{"config: DRAIN_SECONDS=-1: must not be negative"}},
 		{name: "unknown store", modify: func(c *Config) { c.StoreBackend = "redis" },
-			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, ets)`}},
+			want: []string{`config: STORE_BACKEND="redis": unknown value (want memory, noop, jetstream, ets)`}},
+		{name: "history bytes below 1 MiB", modify: func(c *Config) { c.StoreBackend, c.HistoryMaxBytes = "jetstream", 4096 },
+			want: []string{"config: HISTORY_MAX_BYTES=4096: must be at least 1048576"}},
+		{name: "history per topic of 0", modify: func(c *Config) { c.HistoryMaxPerTopic = 0 },
+			want: []string{"config: HISTORY_MAX_PER_TOPIC=0: must be at least 1"}},
+		{name: "jetstream history on the NATS servers", modify: func(c *Config) {
+			c.StoreBackend, c.BrokerBackend, c.NATSURL = "jetstream", "nats", "nats://a:4222"
+		}},
 		{name: "an origin with a path", modify: func(c *Config) { c.AllowedOrigins = "https://a.example.com, https://b.example.com/app" },
 			want: []string{`config: ALLOWED_ORIGINS=https://a.example.com, https://b.example.com/app: edge: origin "https://b.example.com/app": an origin has no user, path, query or fragment`}},
 		{name: "a trusted proxy that is not a network", modify: func(c *Config) { c.TrustedProxies = "10.0.0.0/8, 10.0.0.0/33" },

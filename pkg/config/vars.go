@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"time"
 )
 
@@ -150,8 +151,14 @@ var settings = []setting{
 		func(c *Config) *int { return &c.NATSReplicas }, 1, 5),
 	stringSetting("NODE_ID", "", "this node's id among the nodes (empty = host name plus a random suffix)",
 		func(c *Config) *string { return &c.NodeID }, false),
-	choiceSetting("STORE_BACKEND", "memory", "message store: memory or noop (ets is an alias of memory)",
-		func(c *Config) *string { return &c.StoreBackend }, []string{"memory", "noop"}, map[string]string{"ets": "memory"}),
+	choiceSetting("STORE_BACKEND", "memory", "message store: memory, noop, or jetstream (memory plus a durable history of every accepted publish in JetStream: NATS_URL's servers with BROKER_BACKEND=nats, else an embedded server under STORE_DIR; ets is an alias of memory)",
+		func(c *Config) *string { return &c.StoreBackend }, []string{"memory", "noop", "jetstream"}, map[string]string{"ets": "memory"}),
+	stringSetting("STORE_DIR", "data/jetstream", "directory where the embedded JetStream keeps its files (STORE_BACKEND=jetstream without BROKER_BACKEND=nats), relative to the working directory (empty = the default)",
+		func(c *Config) *string { return &c.StoreDir }, true),
+	intSetting("HISTORY_MAX_BYTES", "1073741824", "bytes of message history kept, all topics together (STORE_BACKEND=jetstream); past it the oldest entries are removed",
+		func(c *Config) *int { return &c.HistoryMaxBytes }, 1<<20, math.MaxInt),
+	intSetting("HISTORY_MAX_PER_TOPIC", "10000", "history entries kept per topic (STORE_BACKEND=jetstream); past it the topic's oldest entry is removed",
+		func(c *Config) *int { return &c.HistoryMaxPerTopic }, 1, maxCount),
 	boolSetting("RECORD_MESSAGES", "true", "stamp every message with msgId and requiresAck, and keep it in the message store (true or false)",
 		func(c *Config) *bool { return &c.RecordMessages }),
 	cappedIntSetting("MAX_MESSAGE_SIZE", "921600", "default per-token message size limit in bytes (capped at 921600)",
@@ -190,7 +197,7 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, 0),
 	secondsSetting("DRAIN_SECONDS", "30", "on SIGUSR2, close the connections spread over this many seconds, then shut down (0 = all at once)",
 		func(c *Config) *time.Duration { return &c.DrainTimeout }, 0),
-	secondsSetting("STORE_TTL_SECONDS", "3600", "keep stored messages for replay this many seconds",
+	secondsSetting("STORE_TTL_SECONDS", "3600", "keep stored messages for replay this many seconds (also the age bound of the history with STORE_BACKEND=jetstream)",
 		func(c *Config) *time.Duration { return &c.StoreTTL }, 1),
 	intSetting("STORE_MAX_MESSAGES", "10000", "stored messages kept before the oldest are pruned",
 		func(c *Config) *int { return &c.StoreMaxMessages }, 1, maxCount),

@@ -29,6 +29,8 @@ type Descs struct {
 	BrokerState, BrokerStateFailing, BrokerNodesDown, BrokerRetained           *prometheus.Desc
 
 	Webhooks, WebhookRetries, ControlReports, ControlDropped, BlockedProjects, PendingProjects *prometheus.Desc
+
+	HistoryAppended, HistoryDropped, HistoryErrors, HistoryStored, HistoryStoredBytes *prometheus.Desc
 }
 
 func NewDescs() Descs {
@@ -37,7 +39,7 @@ func NewDescs() Descs {
 	}
 	return Descs{
 		BuildInfo: n("build_info", "Always 1; the labels name the build.", "version", "go_version"),
-		Ready:     n("ready", "1 while /ready answers ready: not shutting down, the token file's last load succeeded, the auth service's breaker is closed, the broker backend is connected."),
+		Ready:     n("ready", "1 while /ready answers ready: not shutting down, the token file's last load succeeded, the auth service's breaker is closed, the broker backend is connected, the history's stream is reachable (STORE_BACKEND=jetstream)."),
 		Draining:  n("draining", "1 while the node is in lame-duck drain (SIGUSR2, POST /api/drain): not ready, accepting nothing, closing its connections over DRAIN_SECONDS."),
 
 		Connections:    n("connections", "Open connections: WebSocket ones, and plain HTTP requests or handshakes in progress.", "transport"),
@@ -112,6 +114,12 @@ func NewDescs() Descs {
 		ControlDropped:  n("control_dropped_total", "Records refused by the control plane's full queues, by kind.", "kind"),
 		BlockedProjects: n("control_blocked_projects", "Projects the control plane has blocked (their publishes get 42920)."),
 		PendingProjects: n("control_pending_projects", "Projects with usage counts not yet reported."),
+
+		HistoryAppended:    n("history_appended_total", "Accepted publishes queued for the durable history (STORE_BACKEND=jetstream)."),
+		HistoryDropped:     n("history_dropped_total", "History entries never sent to the stream: its queue full (the stream slower than the publishes, or down), the connection refusing them, or still queued at shutdown."),
+		HistoryErrors:      n("history_errors_total", "History entries sent that the stream refused or did not acknowledge within 10 s (they may still have been stored)."),
+		HistoryStored:      n("history_stored_messages", "Entries in the history stream, all topics and nodes, as of its last stream info (at most about a second old)."),
+		HistoryStoredBytes: n("history_stored_bytes", "Bytes of the history stream, as JetStream counts them (HISTORY_MAX_BYTES bounds it)."),
 	}
 }
 
@@ -132,5 +140,6 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.BrokerUp, d.BrokerDropped, d.BrokerMessages, d.BrokerDiscarded, d.BrokerReconnects,
 		d.BrokerState, d.BrokerStateFailing, d.BrokerNodesDown, d.BrokerRetained,
 		d.Webhooks, d.WebhookRetries, d.ControlReports, d.ControlDropped, d.BlockedProjects, d.PendingProjects,
+		d.HistoryAppended, d.HistoryDropped, d.HistoryErrors, d.HistoryStored, d.HistoryStoredBytes,
 	}
 }

@@ -33,6 +33,10 @@ type Config struct {
 	// Store records accepted publishes and acks (wire-reference.md §6.4–§6.5); nil
 	// records nothing.
 	Store store.Store
+	// History keeps every accepted publish durably (STORE_BACKEND=jetstream,
+	// pkg/history; decisions.md OQ-72); nil keeps nothing and costs the
+	// publish path nothing. See History for what each entry holds.
+	History History
 	// Broker carries accepted publishes to the other nodes and brings
 	// theirs in; nil means a single node (local.Broker).
 	Broker broker.Broker

@@ -38,8 +38,8 @@ const DetailDollarTopic = "topics beginning with $ are reserved for the server"
 
 // publish handles `publish` in the order of wire-reference.md §3.3: rate limit,
 // size, quota, topic, grant check, resolution, filter, backpressure, then
-// the store record, KindPublished (with msgRef, before the sender's own
-// echo), the fan-out, the other nodes and the control plane and webhooks.
+// the store record, the history entry (Config.History), KindPublished
+// (with msgRef, before the sender's own echo), the fan-out, the other nodes and the control plane and webhooks.
 func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 	fail := func(e *wire.Error) {
 		e.Topic, e.HasTopic, e.MsgRef = cmd.Topic, true, cmd.MsgRef
@@ -102,6 +102,7 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 		pub.Msg.MsgID = uuid.NewString()
 		p.record(g, res, cmd.Topic, pub, len(data), now)
 	}
+	p.keep(pub)
 	if cmd.MsgRef != "" {
 		out.Write(Reply{Kind: KindPublished, Payload: wire.AppendPublished(nil, cmd.Topic, cmd.MsgRef)})
 	}
@@ -112,12 +113,13 @@ func (p *Protocol) publish(st *State, out Sink, cmd *wire.Command) {
 }
 
 // Inject publishes pub, a publication the node itself makes (POST
-// /internal/publish, wire-reference.md §5.4), to this node's subscribers and the
-// other nodes: its frame is built, it is counted for src, and the broker's
+// /internal/publish, wire-reference.md §5.4), to the history (Config.History),
+// this node's subscribers and the other nodes: its frame is built, it is counted for src, and the broker's
 // error, already logged, is returned (the local delivery stands). pub must
 // not be modified afterwards; check Hub().Busy first.
 func (p *Protocol) Inject(pub *hub.Publication, src Source) error {
 	pub.NoGroups = p.multi
+	p.keep(pub)
 	p.hub.Publish(pub)
 	p.obs.accepted(src, len(pub.Msg.Data))
 	return p.toBroker(pub, pub.Msg.Timestamp)
