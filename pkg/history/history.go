@@ -23,6 +23,7 @@ const (
 	DefaultMaxBytes        = 1 << 30 // 1 GiB
 	DefaultMaxMsgsPerTopic = 10000
 	DefaultMaxPending      = 65536
+	DefaultMaxPendingBytes = 64 << 20
 )
 
 // DuplicateWindow is how long the stream remembers the message ids of
@@ -76,6 +77,11 @@ type Config struct {
 	// sent and waiting for the stream's acknowledgement (past it the
 	// queue waits): at most 2×MaxPending+1 entries are held in memory.
 	MaxPending int
+	// MaxPendingBytes bounds the bytes of the entries held in memory,
+	// queued or waiting for their acknowledgement (default 64 MiB): past
+	// it Append drops, so a stream that is down or slow costs at most this
+	// much memory, whatever the message sizes.
+	MaxPendingBytes int64
 	// Logger receives the history's logs (default: none).
 	Logger *zap.Logger
 }
@@ -98,6 +104,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxPendingBytes <= 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -143,6 +152,7 @@ type History struct {
 	appended, dropped   atomic.Uint64
 	sent, acked, failed atomic.Uint64
 	unsent              atomic.Int64 // entries queued or held by the writer, not published yet
+	held                atomic.Int64 // bytes of the entries queued or waiting for their acknowledgement
 	bgDone              atomic.Bool  // Close: no more background refreshes
 	lastErrLog          atomic.Int64 // unix nanoseconds of the last log line about failed appends
 	failedAtLastErrLog  atomic.Uint64
@@ -170,7 +180,10 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 	js, err := jetstream.New(cfg.Conn,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxPending),
 		jetstream.WithPublishAsyncTimeout(AckTimeout),
-		jetstream.WithPublishAsyncAckHandler(func(jetstream.JetStream, *nats.Msg, *jetstream.PubAck) { h.acked.Add(1) }),
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+			h.held.Add(-int64(len(m.Data)))
+			h.acked.Add(1)
+		}),
 		jetstream.WithPublishAsyncErrHandler(h.onAppendError))
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
@@ -217,7 +230,8 @@ func (h *History) Subject(topic string) string { return natssubject.Key(h.base, 
 //
 // Append copies data: the caller may reuse it once Append returns.
 //
-// It returns false, and counts the entry in Stats.Dropped, when the queue
+// It returns false, and counts the entry in Stats.Dropped, when the
+// entries held in memory would pass MaxPendingBytes, when the queue
 // holds MaxPending entries already (the stream or the connection is slower
 // than the appends, or down) or the History is closed. A queued entry may
 // still not be stored: the connection refuses it (closed, its reconnect
@@ -230,8 +244,9 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 	if msgID != "" {
 		msg.Header = nats.Header{jetstream.MsgIDHeader: []string{msgID}}
 	}
+	size := int64(len(data))
 	h.mu.RLock()
-	ok := !h.closed
+	ok := !h.closed && h.held.Add(size) <= h.cfg.MaxPendingBytes
 	if ok {
 		h.unsent.Add(1)
 		select {
@@ -240,6 +255,9 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 			ok = false
 			h.unsent.Add(-1)
 		}
+	}
+	if !ok && !h.closed {
+		h.held.Add(-size)
 	}
 	h.mu.RUnlock()
 	if !ok {
@@ -290,6 +308,7 @@ func (h *History) send(msg *nats.Msg) {
 			}
 		}
 		h.dropped.Add(1)
+		h.held.Add(-int64(len(msg.Data)))
 		h.logFailure("history: appends not sent", msg, err)
 		return
 	}
@@ -299,8 +318,9 @@ func (h *History) send(msg *nats.Msg) {
 func (h *History) dropQueued() {
 	for {
 		select {
-		case <-h.queue:
+		case msg := <-h.queue:
 			h.unsent.Add(-1)
+			h.held.Add(-int64(len(msg.Data)))
 			h.dropped.Add(1)
 		default:
 			return
@@ -311,6 +331,7 @@ func (h *History) dropQueued() {
 // onAppendError counts a sent append that failed and logs, at most once
 // per errorLogEvery, how many did since the last line.
 func (h *History) onAppendError(_ jetstream.JetStream, msg *nats.Msg, err error) {
+	h.held.Add(-int64(len(msg.Data)))
 	h.failed.Add(1)
 	h.logFailure("history: appends not stored", msg, err)
 }

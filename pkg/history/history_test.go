@@ -481,3 +481,31 @@ func TestReadOnAnotherServerOfTheCluster(t *testing.T) {
 		t.Fatalf("%d entries, %+v", len(entries), res)
 	}
 }
+
+// TestMaxPendingBytesBoundsTheMemoryHeld: with the server gone, the
+// entries held in memory (queued, or sent and waiting for their
+// acknowledgement) never pass MaxPendingBytes, whatever their count: past
+// it Append drops.
+func TestMaxPendingBytesBoundsTheMemoryHeld(t *testing.T) {
+	nc, stop := connect(t)
+	h := open(t, nc, Config{MaxPending: 1000, MaxPendingBytes: 10_000})
+	h.closeWait = 200 * time.Millisecond
+	stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for nc.IsConnected() {
+		if time.Now().After(deadline) {
+			t.Fatal("still connected")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	data := make([]byte, 1000)
+	kept := 0
+	for i := 0; i < 50; i++ {
+		if h.Append("a/b", fmt.Sprint(i), data) {
+			kept++
+		}
+	}
+	if kept != 10 || h.Stats().Dropped != 40 || h.held.Load() != 10_000 {
+		t.Fatalf("kept %d, stats %+v, held %d bytes: want 10 kept (10,000 bytes), 40 dropped", kept, h.Stats(), h.held.Load())
+	}
+}
