@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"strings"
 	"time"
 
@@ -128,10 +129,28 @@ func startAdmin(cfg config.Config, src metrics.Sources, n *node.Node, tc *tlsCer
 func adminConfig(cfg config.Config, version string, drain func(exit bool) error, log *zap.Logger) admin.Config {
 	settings := map[string]string{}
 	for _, v := range cfg.Values() {
-		settings[v.Env] = v.Shown()
+		settings[v.Env] = withoutCredentials(v.Shown())
 	}
 	return admin.Config{Secret: cfg.AdminSecret, Version: version, Settings: settings, Drain: drain,
 		Logger: log.Named("admin")}
+}
+
+// withoutCredentials returns v with the user information of every URL in
+// it (a comma-separated list, as NATS_URL is) replaced by "redacted": a
+// NATS_URL of nats://user:password@host, or nats://token@host, must not
+// travel in /api/info to every node and operator.
+func withoutCredentials(v string) string {
+	if !strings.Contains(v, "@") {
+		return v
+	}
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = url.User("redacted")
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // close stops the admin listener within a second (a profile in progress is

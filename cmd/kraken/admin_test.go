@@ -128,3 +128,17 @@ func TestFatalStartupErrorIsALogLine(t *testing.T) {
 		t.Errorf("error %q does not name %s and the position", e, path)
 	}
 }
+
+// NATS credentials in a URL setting never reach /api/info.
+func TestSettingsShowNoCredentials(t *testing.T) {
+	for give, want := range map[string]string{
+		"nats://u:p@a:4222,nats://b:4222": "nats://redacted@a:4222,nats://b:4222",
+		"nats://s3cret-token@a:4222":      "nats://redacted@a:4222",
+		"nats://a:4222":                   "nats://a:4222",
+		"demo@example":                    "demo@example",
+	} {
+		if got := withoutCredentials(give); got != want || strings.Contains(got, "s3cret") || strings.Contains(got, ":p@") {
+			t.Errorf("withoutCredentials(%q) = %q, want %q", give, got, want)
+		}
+	}
+}

@@ -328,14 +328,20 @@ func (c *adminCmd) waitDrained(node string, exits bool, wait time.Duration) int 
 	for {
 		raw, err := c.call("GET", "/api/connections?"+q.Encode(), nil)
 		var page admin.ConnectionsPage
+		var refused *apiError
 		switch {
-		case err != nil && exits:
+		case c.ctx != nil && c.ctx.Err() != nil:
+			return c.fail(fmt.Errorf("stopped waiting for node %s: %w", printable(node), c.ctx.Err()))
+		case err != nil && exits && errors.As(err, &refused) &&
+			(refused.Status == 0 || refused.Status == http.StatusNotFound):
+			// The listener is gone, or the node is no longer live in
+			// the cluster: it has exited.
 			fmt.Fprintf(c.stdout, "node %s is gone\n", printable(node))
 			return exitOK
 		case err != nil:
 			return c.fail(err)
 		case c.decode(raw, &page) != nil:
-		case page.Total == 0 && len(page.Nodes) > 0:
+		case page.Total == 0 && nodeAnswered(page.Nodes, node):
 			fmt.Fprintf(c.stdout, "node %s holds no client connection\n", printable(node))
 			return exitOK
 		}
@@ -344,6 +350,17 @@ func (c *adminCmd) waitDrained(node string, exits bool, wait time.Duration) int 
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// nodeAnswered reports whether node answered in full (not in part, not
+// late) among nodes.
+func nodeAnswered(nodes []admin.NodeStatus, node string) bool {
+	for _, n := range nodes {
+		if n.Node == node {
+			return n.Answered && n.Error == ""
+		}
+	}
+	return false
 }
 
 func adminTopics(c *adminCmd) int {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -207,17 +208,17 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	}
 	// POST /api/drain asks serve's goroutine to drain, as SIGUSR2 does;
 	// exit false keeps the process up, drained, until it is stopped.
+	// stopping is set once, by whichever comes first (SIGUSR2, a drain
+	// asked, the end of ctx), so a drain is accepted only while none of
+	// them has happened: a 202 always means a drain that runs.
 	drainAsked := make(chan bool, 1)
+	var stopping atomic.Bool
 	askDrain := func(exit bool) error {
-		if n.Draining() {
+		if n.Draining() || !stopping.CompareAndSwap(false, true) {
 			return node.ErrDraining
 		}
-		select {
-		case drainAsked <- exit:
-			return nil
-		default:
-			return node.ErrDraining
-		}
+		drainAsked <- exit // never blocks: one send, once
+		return nil
 	}
 	admin := startAdmin(cfg, metrics.Sources{Components: comps, BrokerStats: brokerStats(fanout), Version: version}, n, tc, askDrain, log)
 	defer admin.close()
@@ -233,7 +234,9 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))
 	select {
 	case <-ctx.Done():
+		stopping.Store(true)
 	case <-sig.drain:
+		stopping.Store(true)
 		log.Info("SIGUSR2: draining", zap.Duration("drain", cfg.DrainTimeout))
 		if err := n.Drain(ctx, cfg.DrainTimeout); err != nil {
 			log.Info("drain cut short", zap.Error(err))

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -294,11 +295,12 @@ func TestStrictRequests(t *testing.T) {
 		t.Errorf("a 70 KiB body: %d %s, want 413 naming the bound", status, body)
 	}
 	for path, want := range map[string]string{
-		"/api/connections?user=bob":          `unknown query parameter \"user\"`,
-		"/api/connections?actor=a&actor=b":   `\"actor\" is given twice`,
-		"/api/info?verbose=1":                `unknown query parameter \"verbose\"`,
-		"/api/presence?room=general&x=y":     `unknown query parameter \"x\"`,
-		"/api/topics?prefix=demo&limits=100": `unknown query parameter \"limits\"`,
+		"/api/connections?user=bob":             `unknown query parameter \"user\"`,
+		"/api/connections?actor=a&actor=b":      `\"actor\" is given twice`,
+		"/api/info?verbose=1":                   `unknown query parameter \"verbose\"`,
+		"/api/presence?room=general&x=y":        `unknown query parameter \"x\"`,
+		"/api/topics?prefix=demo&limits=100":    `unknown query parameter \"limits\"`,
+		"/api/connections?actor=x%zz&project=p": "the query is malformed",
 	} {
 		if status, body := tn.call(t, http.MethodGet, path, nil); status != http.StatusBadRequest || !strings.Contains(string(body), want) {
 			t.Errorf("GET %s: %d %s, want 400 with %q", path, status, body, want)
@@ -332,5 +334,54 @@ func TestStrictRequests(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Errorf("Basic authorization: %d, want 401", resp.StatusCode)
+	}
+}
+
+// A request a web page of another site makes (a form POSTing /api/drain,
+// a rebound DNS name) is refused with 403 and the reason, so a browser
+// that opens a hostile page cannot act on a loopback admin listener that
+// has no secret; tools and the status page (same-origin) are served.
+func TestRequestsFromOtherSitesAreRefused(t *testing.T) {
+	drained := make(chan bool, 4)
+	tn := startNode(t, nodeOptions{drain: func(exit bool) error { drained <- exit; return nil }})
+	for _, c := range []struct {
+		header, value, want string
+	}{
+		{"Origin", "https://evil.example", "another origin"},
+		{"Sec-Fetch-Site", "cross-site", "another site"},
+		{"Sec-Fetch-Site", "same-site", "another site"},
+		{"Host", "evil.example:9469", "not a loopback address"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tn.admin.URL+"/api/drain", nil)
+		if c.header == "Host" {
+			req.Host = c.value
+		} else {
+			req.Header.Set(c.header, c.value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %s: %d %s, want 403 with %q", c.header, c.value, resp.StatusCode, body, c.want)
+		}
+	}
+	select {
+	case <-drained:
+		t.Fatal("a refused request drained the node")
+	default:
+	}
+	req, _ := http.NewRequest(http.MethodPost, tn.admin.URL+"/api/drain", nil)
+	req.Header.Set("Origin", tn.admin.URL) // the status page's own origin
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || !<-drained {
+		t.Fatalf("a same-origin drain: %d, want 202", resp.StatusCode)
 	}
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -219,7 +220,9 @@ func (a *API) postRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	req := request{Op: opRevoke, Actor: body.Actor, Reason: body.Reason}
 	if body.Token != "" {
-		actor, err := a.n.ActorOf(r.Context(), body.Token)
+		ctx, cancel := context.WithTimeout(r.Context(), a.cfg.Wait)
+		actor, err := a.n.ActorOf(ctx, body.Token)
+		cancel()
 		switch {
 		case errors.Is(err, auth.ErrDenied):
 			writeError(w, http.StatusNotFound, "the auth backend does not know this token, so no actor can be named: revoke the actor instead")
@@ -271,7 +274,11 @@ func (a *API) getTopics(w http.ResponseWriter, r *http.Request) {
 		lists[i] = ans.Topics
 	}
 	all := mergeTopics(lists...)
-	page := TopicsPage{Topics: all, Total: len(all), Nodes: nodes}
+	total := len(all) // at least: a node answers with its most subscribed keys only
+	for _, ans := range answers {
+		total = max(total, ans.Matched)
+	}
+	page := TopicsPage{Topics: all, Total: total, Nodes: nodes}
 	if len(all) > limit {
 		page.Topics = all[:limit]
 	}
@@ -299,12 +306,14 @@ type PresenceMember struct {
 }
 
 func (a *API) getPresence(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.Wait)
+	defer cancel()
 	room := r.URL.Query().Get("room")
 	out := struct {
 		Rooms []PresenceRoom `json:"rooms"`
 	}{Rooms: []PresenceRoom{}}
 	if room == "" {
-		rooms, err := a.n.Protocol().PresenceRooms(r.Context())
+		rooms, err := a.n.Protocol().PresenceRooms(ctx)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "the presence registry did not answer: "+err.Error())
 			return
@@ -315,7 +324,7 @@ func (a *API) getPresence(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	byRoom, err := a.n.Protocol().PresenceOf(r.Context(), room)
+	byRoom, err := a.n.Protocol().PresenceOf(ctx, room)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "the presence registry did not answer: "+err.Error())
 		return

@@ -142,6 +142,10 @@ type Topic struct {
 // maxNodeTopics leave that node's share out.
 const maxNodeTopics = 5000
 
+// maxTopicsBytes bounds a node's topics answer, in bytes of JSON (about):
+// well under NATS's default 1 MB payload, whatever the topics' lengths.
+const maxTopicsBytes = 512 << 10
+
 // run runs req on this node.
 func (a *API) run(ctx context.Context, req request) answer {
 	self := a.n.NodeID()
@@ -157,9 +161,16 @@ func (a *API) run(ctx context.Context, req request) answer {
 			return failed(400, "%v", err)
 		}
 		d := disconnect.Disconnect{Reason: disconnect.Operator, Code: ws.StatusCode(req.Code), Text: req.Reason}
+		if _, ok := disconnect.OperatorCodes[ws.StatusCode(req.Code)]; req.Code != 0 && !ok || len(req.Reason) > 123 {
+			return failed(400, "code %d or a reason of %d bytes: not an operator's close", req.Code, len(req.Reason))
+		}
 		n, err := a.n.Disconnect(ctx, cf, d)
-		if errors.Is(err, node.ErrNoFilter) {
+		switch {
+		case errors.Is(err, node.ErrNoFilter):
 			return failed(400, "%v", err)
+		case err != nil:
+			return answer{Closed: n, Error: "partial: some workers did not answer in time (" + err.Error() +
+				"); they close their share when they get to it", Status: 503}
 		}
 		return answer{Closed: n}
 	case opRevoke:
@@ -171,13 +182,24 @@ func (a *API) run(ctx context.Context, req request) answer {
 				key = &k
 			}
 		}
-		closed, forgotten, _ := a.n.Revoke(ctx, req.Actor, key, req.Reason)
+		if len(req.Reason) > 123 {
+			return failed(400, "a reason of %d bytes: at most 123", len(req.Reason))
+		}
+		closed, forgotten, err := a.n.Revoke(ctx, req.Actor, key, req.Reason)
+		if err != nil {
+			return answer{Closed: closed, Forgotten: forgotten, Error: "partial: some workers did not answer in time (" +
+				err.Error() + "); they revoke their share when they get to it", Status: 503}
+		}
 		return answer{Closed: closed, Forgotten: forgotten}
 	case opTopics:
 		tc, matched, _ := a.n.Topics(ctx, req.Prefix, maxNodeTopics)
-		out := make([]Topic, len(tc))
-		for i, t := range tc {
-			out[i] = Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
+		out := make([]Topic, 0, len(tc))
+		size := 0
+		for _, t := range tc {
+			if size += len(t.Key) + 64; size > maxTopicsBytes { // the answer travels as one NATS message
+				break
+			}
+			out = append(out, Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups})
 		}
 		return answer{Topics: out, Matched: matched}
 	case opInfo:

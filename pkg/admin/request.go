@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -105,7 +106,12 @@ func jsonFields(v any) []string {
 // checkQuery answers 400 and reports false when r's query has a parameter
 // not in allowed, or one given twice.
 func checkQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
-	for k, vs := range r.URL.Query() {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil { // r.URL.Query() would drop the bad pair and widen a filter
+		writeError(w, http.StatusBadRequest, "the query is malformed: "+err.Error())
+		return false
+	}
+	for k, vs := range q {
 		if !slices.Contains(allowed, k) {
 			msg := fmt.Sprintf("unknown query parameter %q", k)
 			if len(allowed) > 0 {

@@ -134,16 +134,23 @@ var ErrNoFilter = errors.New("node: a disconnect needs a connection id, an actor
 // Disconnect closes this node's client connections f selects with d (a
 // close frame with its code and text on a WebSocket; MQTT has no close
 // code, its connections are just closed) and returns how many. An empty f
-// is refused (ErrNoFilter).
+// is refused (ErrNoFilter). When ctx ends before every worker answered,
+// the count is of those that did, with ctx.Err(); the others still close
+// their share when they get to it.
 func (n *Node) Disconnect(ctx context.Context, f ConnFilter, d disconnect.Disconnect) (int, error) {
 	if f.Empty() {
 		return 0, ErrNoFilter
 	}
-	conns, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (*hub.Conn, bool) { return c, n.selects(f, c) })
-	for _, c := range conns {
-		n.hub.Close(c, d)
-	}
-	return len(conns), err
+	// Each is closed on its worker, in the gathering itself: a worker
+	// that answers after ctx ended still closes its share.
+	closed, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (struct{}, bool) {
+		if !n.selects(f, c) {
+			return struct{}{}, false
+		}
+		c.CloseNow(d)
+		return struct{}{}, true
+	})
+	return len(closed), err
 }
 
 // Revoker is the part of an auth backend that forgets validations, for
@@ -166,8 +173,11 @@ func (n *Node) ActorOf(ctx context.Context, token string) (string, error) {
 		return r.ActorOf(ctx, token)
 	}
 	g, err := n.proto.Config().Auth.Validate(ctx, token)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
+	case g == nil: // as the session reads it (access_denied)
+		return "", auth.ErrDenied
 	}
 	return g.ActorTokenID, nil
 }
@@ -187,13 +197,15 @@ func (n *Node) Revoke(ctx context.Context, actor string, key *auth.TokenKey, rea
 	if actor == "" {
 		return 0, forgotten, nil
 	}
-	conns, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (*hub.Conn, bool) {
-		return c, n.selects(ConnFilter{Actor: actor}, c)
-	})
-	for _, c := range conns {
+	// As Disconnect: revoked from its worker, even after ctx ended.
+	revoked, err := hub.Gather(ctx, n.hub, func(c *hub.Conn) (struct{}, bool) {
+		if !n.selects(ConnFilter{Actor: actor}, c) {
+			return struct{}{}, false
+		}
 		n.proto.Revoke(c, reason)
-	}
-	return len(conns), forgotten, err
+		return struct{}{}, true
+	})
+	return len(revoked), forgotten, err
 }
 
 // Topics returns this node's routing keys with subscriptions, most

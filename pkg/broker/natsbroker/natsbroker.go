@@ -149,7 +149,8 @@ type Broker struct {
 
 	replicasWarned atomic.Bool // replicas.go
 
-	adminLate atomic.Uint64 // admin requests dropped past their deadline (operator.go)
+	adminLate atomic.Uint64  // admin requests dropped past their deadline (operator.go)
+	answering sync.WaitGroup // admin requests being answered (Add under mu while not closed); stop waits
 	downMu    sync.Mutex
 	down      map[string]time.Time // nodes judged down, and when (operator.go)
 }
@@ -585,7 +586,8 @@ func (b *Broker) stop(goodbye bool) error {
 		c.Close()
 	}
 	b.state.waitStopped(time.Second)
-	b.flusher.Wait() // a flush on a closed connection returns at once
+	b.flusher.Wait()   // a flush on a closed connection returns at once
+	b.answering.Wait() // each ends by its request's deadline; its answer fails on the closed connection
 	select {
 	case <-stopped:
 	case <-time.After(time.Second): // ended by the closed connection

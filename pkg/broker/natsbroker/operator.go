@@ -30,8 +30,12 @@ const (
 )
 
 // adminDefaultWait bounds an answer when the asker's context has no
-// deadline.
-const adminDefaultWait = 5 * time.Second
+// deadline; adminMargin is the most an answering node keeps, before the
+// deadline, for its answer to travel back.
+const (
+	adminDefaultWait = 5 * time.Second
+	adminMargin      = 500 * time.Millisecond
+)
 
 var _ broker.Operator = (*Broker)(nil)
 
@@ -167,14 +171,28 @@ func (b *Broker) Answer(h func(ctx context.Context, req []byte) []byte) {
 			return // not a request of this version's
 		}
 		deadline := time.UnixMilli(ms)
-		if !time.Now().Before(deadline) {
+		// The answer must be back before the asker stops waiting: the
+		// work ends a margin before the deadline (a fifth of what is
+		// left, at most adminMargin), and a request with no time left
+		// for it is dropped unrun.
+		left := time.Until(deadline)
+		margin := min(left/5, adminMargin)
+		if left-margin <= 0 {
 			b.adminLate.Add(1)
 			b.log.Warn("admin request from another node dropped: it arrived after its asker stopped waiting",
 				zap.Time("deadline", deadline))
 			return
 		}
-		go func() { // one per request, ended by its deadline through h's context
-			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return
+		}
+		b.answering.Add(1) // owned by the Broker: stop waits for it
+		b.mu.Unlock()
+		go func() { // one per request, ended before its deadline through h's context
+			defer b.answering.Done()
+			ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-margin))
 			defer cancel()
 			data := h(ctx, m.Data)
 			reply := &nats.Msg{Subject: m.Reply, Data: data, Header: nats.Header{}}
