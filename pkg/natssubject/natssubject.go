@@ -115,7 +115,7 @@ func KeyOf(prefix, subject string) (string, error) {
 			if j+2 >= len(token) {
 				return "", ErrSubject
 			}
-			hi, lo := unhex(token[j+1]), unhex(token[j+2])
+			hi, lo := Unhex(token[j+1]), Unhex(token[j+2])
 			if hi < 0 || lo < 0 {
 				return "", ErrSubject
 			}
@@ -126,7 +126,9 @@ func KeyOf(prefix, subject string) (string, error) {
 	return string(b), nil
 }
 
-func unhex(c byte) int {
+// Unhex is the value of an upper-case hex digit of an escape, -1 for
+// anything else.
+func Unhex(c byte) int {
 	switch {
 	case c >= '0' && c <= '9':
 		return int(c - '0')

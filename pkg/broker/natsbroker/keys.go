@@ -3,6 +3,8 @@ package natsbroker
 import (
 	"errors"
 	"strings"
+
+	"github.com/NoLagApp/kraken/pkg/natssubject"
 )
 
 // Shared state lives in one JetStream KV bucket (see state.go) under three
@@ -70,7 +72,7 @@ func parseKeyToken(t string) (string, error) {
 		if i+2 >= len(t) {
 			return "", errKey
 		}
-		hi, lo := unhex(t[i+1]), unhex(t[i+2])
+		hi, lo := natssubject.Unhex(t[i+1]), natssubject.Unhex(t[i+2])
 		if hi < 0 || lo < 0 {
 			return "", errKey
 		}
@@ -78,17 +80,6 @@ func parseKeyToken(t string) (string, error) {
 		i += 2
 	}
 	return string(b), nil
-}
-
-// unhex is the value of an upper-case hex digit, -1 for anything else.
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }
 
 // stateKey is the KV key of kind for node and, but for kindNode, item (a
