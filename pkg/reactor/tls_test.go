@@ -69,9 +69,19 @@ func TestTLSSlowConsumerClosedWellFramed(t *testing.T) {
 	}
 	pub := testpeer.Dial(t, n.ws.Addr().String())
 	pub.Auth("alice")
+	// Past the bound while the subscriber does not read: 1.6 MB a round,
+	// until the close is decided. The kernel's socket buffers (autotuned
+	// to several MB on loopback) may take a round or more first.
 	pad := string(bytes.Repeat([]byte{'y'}, 4000))
-	for i := range 400 { // 1.6 MB: past the bound while the subscriber does not read
-		pub.Send("type", "publish", "topic", topic, "data", fmt.Sprintf("%d %s", i, pad))
+	closed := func() bool { return n.ws.Node().Hub().Stats().Closed[disconnect.SlowConsumer] == 1 }
+	for round := 0; !closed(); round++ {
+		if round == 25 {
+			t.Fatalf("not closed as a slow consumer after %d MB it did not read", round*16/10)
+		}
+		for i := range 400 {
+			pub.Send("type", "publish", "topic", topic, "data", fmt.Sprintf("%d %d %s", round, i, pad))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	n.waitClosed(t, disconnect.SlowConsumer)
 	code, _ := closedWebSocket(t, c) // fails on a frame that does not parse
