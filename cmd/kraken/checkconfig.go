@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -116,7 +115,7 @@ func (r *checkReport) settingWarnings(cfg config.Config) {
 		r.warnf("INTERNAL_SECRET is the placeholder %q: POST /internal/publish stays disabled", server.DefaultInternalSecret)
 	}
 	if cfg.AdminAddr != config.AddrOff {
-		if host, _, err := net.SplitHostPort(cfg.AdminAddr); err == nil && !loopback(host) {
+		if !cfg.AdminOnLoopback() {
 			r.warnf("ADMIN_ADDR=%s listens beyond loopback: /metrics, /ready and /health are not authenticated (the admin API and /debug/pprof take ADMIN_SECRET, required there); keep it on a private network", cfg.AdminAddr)
 		}
 	}
@@ -162,14 +161,6 @@ func (r *checkReport) tokenFile(path string) {
 		}
 		r.linef("%s:%s", path, p)
 	}
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func unwrapPath(err error) error {

@@ -19,9 +19,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/NoLagApp/kraken/pkg/admin"
+	"github.com/NoLagApp/kraken/pkg/config"
 )
 
 // `kraken admin <command>` is a client of the admin API (pkg/admin) on a
@@ -181,7 +181,7 @@ func (c *adminCmd) parse(args []string) (code int, done bool) {
 		from = "ADMIN_SECRET"
 		c.secret, _ = c.lookup(from)
 	}
-	if strings.IndexFunc(c.secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+	if config.UnsendableSecret(c.secret) {
 		return c.usageError(fmt.Errorf("%s holds a space, a newline or a control character (a trailing newline from a file?): no Authorization header can carry it", from)), true
 	}
 	return exitOK, false

@@ -140,7 +140,7 @@ func adminDisconnect(c *adminCmd) int {
 	project := c.fs.String("project", "", "every connection of this project")
 	transport := c.fs.String("transport", "", "only websocket or mqtt connections")
 	remote := c.fs.String("remote-addr", "", "only the connections from this IP address or CIDR network")
-	code := c.fs.Int("code", 0, "the close code sent to WebSocket clients: "+operatorCodes()+" (default 1008)")
+	code := c.fs.Int("code", 0, "the close code sent to WebSocket clients: "+disconnect.OperatorCodeList()+" (default 1008)")
 	reason := c.fs.String("reason", "", "the close frame's text, at most 123 bytes (default disconnected_by_operator)")
 	if code, done := c.parse(c.argv); done {
 		return code
@@ -153,7 +153,7 @@ func adminDisconnect(c *adminCmd) int {
 	}
 	if *code != 0 {
 		if _, ok := disconnect.OperatorCodes[ws.StatusCode(*code)]; !ok {
-			return c.usageError(fmt.Errorf("--code %d: want one of %s", *code, operatorCodes()))
+			return c.usageError(fmt.Errorf("--code %d: want one of %s", *code, disconnect.OperatorCodeList()))
 		}
 	}
 	if len(*reason) > 123 {
@@ -192,20 +192,6 @@ func (c *adminCmd) ask(method, path string, body, v any, nodes func() []admin.No
 		return exitOK, true
 	}
 	return 0, false
-}
-
-// operatorCodes lists the close codes an operator may choose.
-func operatorCodes() string {
-	codes := make([]int, 0, len(disconnect.OperatorCodes))
-	for c := range disconnect.OperatorCodes {
-		codes = append(codes, int(c))
-	}
-	sort.Ints(codes)
-	s := make([]string, len(codes))
-	for i, c := range codes {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ", ")
 }
 
 // printNodeCounts prints each node's count, one line per node that

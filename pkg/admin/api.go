@@ -5,9 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"maps"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/broker"
+	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/node"
 )
 
@@ -163,24 +162,10 @@ func (a *API) foreign(r *http.Request) string {
 			return "refused: a request from another origin's page (Origin: " + origin + ")"
 		}
 	}
-	if a.cfg.Secret == "" && !loopbackHost(r.Host) {
+	if a.cfg.Secret == "" && !edge.LoopbackHost(r.Host) {
 		return "refused: Host " + strconv.Quote(r.Host) + " is not a loopback address, and without ADMIN_SECRET only loopback names are served"
 	}
 	return ""
-}
-
-// loopbackHost reports whether host (a Host header: name or address, with
-// a port or not) names the loopback interface.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // NodeStatus says how one node took part in a cluster-wide request.

@@ -166,7 +166,7 @@ func (a *API) postDisconnect(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Code != 0 {
 		if _, ok := disconnect.OperatorCodes[ws.StatusCode(body.Code)]; !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("code %d: want one of %s (docs/operations.md)", body.Code, operatorCodeList()))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("code %d: want one of %s (docs/operations.md)", body.Code, disconnect.OperatorCodeList()))
 			return
 		}
 	}
@@ -185,15 +185,6 @@ func (a *API) postDisconnect(w http.ResponseWriter, r *http.Request) {
 	}
 	a.logAction(req, answer{Closed: res.Disconnected}, true)
 	writeJSON(w, http.StatusOK, res)
-}
-
-func operatorCodeList() string {
-	codes := make([]int, 0, len(disconnect.OperatorCodes))
-	for c := range disconnect.OperatorCodes {
-		codes = append(codes, int(c))
-	}
-	sort.Ints(codes)
-	return fmt.Sprint(codes)
 }
 
 // RevokeRequest is the body of POST /api/revoke: actor or token.

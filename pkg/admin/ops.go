@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
+	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
 )
 
@@ -193,15 +193,13 @@ func (a *API) run(ctx context.Context, req request) answer {
 		return answer{Closed: closed, Forgotten: forgotten}
 	case opTopics:
 		tc, matched, _ := a.n.Topics(ctx, req.Prefix, maxNodeTopics)
-		out := make([]Topic, 0, len(tc))
-		size := 0
-		for _, t := range tc {
-			if size += len(t.Key) + 64; size > maxTopicsBytes { // the answer travels as one NATS message
+		size, n := 0, 0
+		for ; n < len(tc); n++ { // the answer travels as one NATS message
+			if size += len(tc[n].Key) + 64; size > maxTopicsBytes {
 				break
 			}
-			out = append(out, Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups})
 		}
-		return answer{Topics: out, Matched: matched}
+		return answer{Topics: topicsOf(tc[:n]), Matched: matched}
 	case opInfo:
 		info := a.info(ctx)
 		return answer{Info: &info}
@@ -267,13 +265,13 @@ func parseCursor(s string) (string, uint64, error) {
 }
 
 // mergeTopics sums the nodes' topics by key and sorts them as
-// hub.Hub.Topics does.
+// hub.Hub.Topics does (hub.SortTopics).
 func mergeTopics(lists ...[]Topic) []Topic {
 	type key struct {
 		t string
 		w bool
 	}
-	sum := map[key]*Topic{}
+	sum := map[key]*hub.TopicCount{}
 	for _, l := range lists {
 		for _, t := range l {
 			k := key{t.Topic, t.Wildcard}
@@ -282,22 +280,22 @@ func mergeTopics(lists ...[]Topic) []Topic {
 				s.Groups = max(s.Groups, t.Groups) // a group spans nodes: counted once
 				continue
 			}
-			c := t
-			sum[k] = &c
+			sum[k] = &hub.TopicCount{Key: t.Topic, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
 		}
 	}
-	out := make([]Topic, 0, len(sum))
+	counts := make([]hub.TopicCount, 0, len(sum))
 	for _, t := range sum {
-		out = append(out, *t)
+		counts = append(counts, *t)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Subscribers != out[j].Subscribers {
-			return out[i].Subscribers > out[j].Subscribers
-		}
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return !out[i].Wildcard && out[j].Wildcard
-	})
+	hub.SortTopics(counts)
+	return topicsOf(counts)
+}
+
+// topicsOf converts the hub's topic counts to the API's.
+func topicsOf(tc []hub.TopicCount) []Topic {
+	out := make([]Topic, len(tc))
+	for i, t := range tc {
+		out[i] = Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
+	}
 	return out
 }

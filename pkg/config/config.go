@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/NoLagApp/kraken/pkg/edge"
 )
 
 // Config is the server configuration. Each field names its environment
@@ -363,7 +365,7 @@ func (c Config) problems() []error {
 		errs = append(errs, &fieldError{msg: fmt.Sprintf(
 			"ADMIN_ADDR=%s: the port is WS_PORT's (%d); give the admin listener a port of its own, or off", c.AdminAddr, c.WSPort)})
 	}
-	if ok("ADMIN_SECRET") && strings.IndexFunc(c.AdminSecret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+	if ok("ADMIN_SECRET") && UnsendableSecret(c.AdminSecret) {
 		errs = append(errs, &fieldError{msg: "ADMIN_SECRET holds a space, a newline or a control character (a trailing newline from a file?): " +
 			"no Authorization header can carry it; use printable characters only, e.g. openssl rand -hex 32"})
 	}
@@ -403,14 +405,14 @@ func (c Config) AdminOnLoopback() bool {
 		return true
 	}
 	host, _, err := net.SplitHostPort(c.AdminAddr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && edge.LoopbackHost(host)
+}
+
+// UnsendableSecret reports whether secret holds a space, a newline or a
+// control character: no Authorization header can carry it as sent (a
+// secret read from a file with its trailing newline).
+func UnsendableSecret(secret string) bool {
+	return strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
 }
 
 // adminClashes reports an admin listener on the WebSocket port of an

@@ -13,7 +13,13 @@
 // The package is pure data and safe for concurrent use.
 package disconnect
 
-import "github.com/gobwas/ws"
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gobwas/ws"
+)
 
 // StatusServiceRestart is close code 1012, "service restart", from the IANA
 // WebSocket close code registry (gobwas/ws names only RFC 6455's codes).
@@ -135,6 +141,21 @@ var OperatorCodes = map[ws.StatusCode]string{
 	StatusServiceRestart:         "service restart: every SDK reconnects, to this node or another",
 	4000:                         "idle timeout: every SDK reconnects after its interval",
 	4003:                         "token expired: @nolag/js-sdk 1.14 reconnects at once with a fresh token",
+}
+
+// OperatorCodeList returns the codes of OperatorCodes in order, as text:
+// "1000, 1008, …".
+func OperatorCodeList() string {
+	codes := make([]int, 0, len(OperatorCodes))
+	for c := range OperatorCodes {
+		codes = append(codes, int(c))
+	}
+	slices.Sort(codes)
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ", ")
 }
 
 // Code returns the close code sent for r, or 0 when r sends no close frame.

@@ -3,6 +3,7 @@ package edge
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,6 +135,21 @@ func AddrOf(a net.Addr) netip.Addr {
 		}
 	}
 	return netip.Addr{}
+}
+
+// LoopbackHost reports whether host, a host name or address with or
+// without a port (a Host header, a listener's address), names the
+// loopback interface: "localhost", 127.0.0.0/8, ::1.
+func LoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // Admit counts a connection just accepted from addr, pending, and reports

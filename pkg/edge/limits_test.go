@@ -208,3 +208,14 @@ func TestLimiterReaddress(t *testing.T) {
 		t.Fatalf("after the closes: total %d pending %d, %d addresses", total, pending, l.tracked())
 	}
 }
+
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LOCALHOST:9469": true, "127.0.0.1": true, "127.0.0.2:80": true, "[::1]:9469": true, "::1": true,
+		"0.0.0.0:9469": false, "10.0.0.7": false, "evil.example:9469": false, "": false, "[::]:9469": false,
+	} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -82,6 +82,20 @@ type TopicCount struct {
 	Groups      int
 }
 
+// SortTopics orders ts as Hub.Topics answers: most subscriptions first,
+// then by key, a key before the pattern of the same text.
+func SortTopics(ts []TopicCount) {
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Subscribers != ts[j].Subscribers {
+			return ts[i].Subscribers > ts[j].Subscribers
+		}
+		if ts[i].Key != ts[j].Key {
+			return ts[i].Key < ts[j].Key
+		}
+		return !ts[i].Wildcard && ts[j].Wildcard
+	})
+}
+
 // Topics returns the routing keys with at least one subscription on h
 // whose key starts with prefix ("" for all), sorted by subscriptions,
 // most first, then by key; at most limit of them (limit <= 0: all), and
@@ -129,15 +143,7 @@ func (h *Hub) Topics(ctx context.Context, prefix string, limit int) ([]TopicCoun
 	for _, t := range byKey {
 		out = append(out, TopicCount{Key: t.k.key, Wildcard: t.k.wild, Subscribers: t.n, Groups: len(t.groups)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Subscribers != out[j].Subscribers {
-			return out[i].Subscribers > out[j].Subscribers
-		}
-		if out[i].Key != out[j].Key {
-			return out[i].Key < out[j].Key
-		}
-		return !out[i].Wildcard && out[j].Wildcard
-	})
+	SortTopics(out)
 	matched := len(out)
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
