@@ -14,7 +14,6 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
-	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/node"
 )
 
@@ -265,13 +264,13 @@ func parseCursor(s string) (string, uint64, error) {
 }
 
 // mergeTopics sums the nodes' topics by key and sorts them as
-// hub.Hub.Topics does (hub.SortTopics).
+// hub.Hub.Topics does (node.SortTopics).
 func mergeTopics(lists ...[]Topic) []Topic {
 	type key struct {
 		t string
 		w bool
 	}
-	sum := map[key]*hub.TopicCount{}
+	sum := map[key]*node.TopicCount{}
 	for _, l := range lists {
 		for _, t := range l {
 			k := key{t.Topic, t.Wildcard}
@@ -280,19 +279,19 @@ func mergeTopics(lists ...[]Topic) []Topic {
 				s.Groups = max(s.Groups, t.Groups) // a group spans nodes: counted once
 				continue
 			}
-			sum[k] = &hub.TopicCount{Key: t.Topic, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
+			sum[k] = &node.TopicCount{Key: t.Topic, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}
 		}
 	}
-	counts := make([]hub.TopicCount, 0, len(sum))
+	counts := make([]node.TopicCount, 0, len(sum))
 	for _, t := range sum {
 		counts = append(counts, *t)
 	}
-	hub.SortTopics(counts)
+	node.SortTopics(counts)
 	return topicsOf(counts)
 }
 
 // topicsOf converts the hub's topic counts to the API's.
-func topicsOf(tc []hub.TopicCount) []Topic {
+func topicsOf(tc []node.TopicCount) []Topic {
 	out := make([]Topic, len(tc))
 	for i, t := range tc {
 		out[i] = Topic{Topic: t.Key, Wildcard: t.Wildcard, Subscribers: t.Subscribers, Groups: t.Groups}

@@ -208,6 +208,13 @@ func (n *Node) Revoke(ctx context.Context, actor string, key *auth.TokenKey, rea
 	return len(revoked), forgotten, err
 }
 
+// TopicCount is one routing key with its subscriptions (hub.TopicCount).
+type TopicCount = hub.TopicCount
+
+// SortTopics orders topic counts as Topics answers them (hub.SortTopics):
+// most subscriptions first, then by key.
+func SortTopics(ts []TopicCount) { hub.SortTopics(ts) }
+
 // Topics returns this node's routing keys with subscriptions, most
 // subscribed first (hub.Hub.Topics).
 func (n *Node) Topics(ctx context.Context, prefix string, limit int) ([]hub.TopicCount, int, error) {

@@ -204,5 +204,11 @@ func (b *Broker) Answer(h func(ctx context.Context, req []byte) []byte) {
 	})
 	if err != nil {
 		b.log.Warn("admin requests from other nodes will go unanswered", zap.Error(err))
+		return
+	}
+	// Subscribed at the server when Answer returns: a request sent by
+	// another node right after is not lost to a SUB still in flight.
+	if err := b.nc.FlushTimeout(adminDefaultWait); err != nil && b.nc.IsConnected() {
+		b.log.Warn("admin subscription not confirmed by the server yet", zap.Error(err))
 	}
 }
