@@ -21,10 +21,15 @@
 // a position may be missing for that reason (ReadResult: what is detected
 // exactly, and what is reported conservatively).
 //
+// SeqAt turns a time into a position: the one before the first entry the
+// stream stored at or after it, and whether entries of that time may have
+// been removed already.
+//
 // Append never waits on the network: it is a JetStream asynchronous
 // publish with the message id as Nats-Msg-Id (the stream stores an id seen
 // within DuplicateWindow once), bounded by MaxPending; drops and failures
-// are counted (Stats) and logged at a low rate.
+// are counted (Stats) and logged at a low rate. Sync waits until the
+// entries appended so far are acknowledged (or given up).
 //
 // Embedded runs a NATS server with JetStream inside the process, without
 // a listener, for a single node that wants a durable history without an

@@ -151,10 +151,12 @@ type History struct {
 	writerDone          chan struct{}
 	appended, dropped   atomic.Uint64
 	sent, acked, failed atomic.Uint64
-	unsent              atomic.Int64 // entries queued or held by the writer, not published yet
-	held                atomic.Int64 // bytes of the entries queued or waiting for their acknowledgement
-	bgDone              atomic.Bool  // Close: no more background refreshes
-	lastErrLog          atomic.Int64 // unix nanoseconds of the last log line about failed appends
+	unsent              atomic.Int64  // entries queued or held by the writer, not published yet
+	pushed              atomic.Uint64 // entries put on queue (under mu's read lock), for Sync
+	track               *tracker      // which of them are resolved, for Sync
+	held                atomic.Int64  // bytes of the entries queued or waiting for their acknowledgement
+	bgDone              atomic.Bool   // Close: no more background refreshes
+	lastErrLog          atomic.Int64  // unix nanoseconds of the last log line about failed appends
 	failedAtLastErrLog  atomic.Uint64
 	statsMu             sync.Mutex
 	stored, storedBytes uint64
@@ -175,7 +177,7 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 	}
 	cfg.setDefaults()
 	h := &History{cfg: cfg, log: cfg.Logger, stream: Stream(cfg.Prefix), base: cfg.Prefix + ".h", closeWait: CloseWait,
-		queue: make(chan *nats.Msg, cfg.MaxPending), closing: make(chan struct{}), abort: make(chan struct{}),
+		track: newTracker(), queue: make(chan *nats.Msg, cfg.MaxPending), closing: make(chan struct{}), abort: make(chan struct{}),
 		writerDone: make(chan struct{})}
 	js, err := jetstream.New(cfg.Conn,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxPending),
@@ -183,6 +185,7 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
 			h.held.Add(-int64(len(m.Data)))
 			h.acked.Add(1)
+			h.track.resolve(m)
 		}),
 		jetstream.WithPublishAsyncErrHandler(h.onAppendError))
 	if err != nil {
@@ -251,6 +254,7 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 		h.unsent.Add(1)
 		select {
 		case h.queue <- msg:
+			h.pushed.Add(1)
 		default:
 			ok = false
 			h.unsent.Add(-1)
@@ -294,6 +298,7 @@ func (h *History) write() {
 // send publishes one entry; while MaxPending entries wait for their
 // acknowledgement it waits (until Close gives up).
 func (h *History) send(msg *nats.Msg) {
+	h.track.add(msg)
 	for {
 		_, err := h.js.PublishMsgAsync(msg, jetstream.WithStallWait(sendStall))
 		if err == nil {
@@ -309,6 +314,7 @@ func (h *History) send(msg *nats.Msg) {
 		}
 		h.dropped.Add(1)
 		h.held.Add(-int64(len(msg.Data)))
+		h.track.resolve(msg)
 		h.logFailure("history: appends not sent", msg, err)
 		return
 	}
@@ -319,6 +325,8 @@ func (h *History) dropQueued() {
 	for {
 		select {
 		case msg := <-h.queue:
+			h.track.add(msg)
+			h.track.resolve(msg)
 			h.unsent.Add(-1)
 			h.held.Add(-int64(len(msg.Data)))
 			h.dropped.Add(1)
@@ -333,6 +341,7 @@ func (h *History) dropQueued() {
 func (h *History) onAppendError(_ jetstream.JetStream, msg *nats.Msg, err error) {
 	h.held.Add(-int64(len(msg.Data)))
 	h.failed.Add(1)
+	h.track.resolve(msg)
 	h.logFailure("history: appends not stored", msg, err)
 }
 

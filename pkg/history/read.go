@@ -317,3 +317,111 @@ func (h *History) cappedAfter(ctx context.Context, filters []string, after uint6
 	}
 	return false, nil
 }
+
+// SeqAt returns the Read position just before the first entry the stream
+// stored at or after t (by Entry.Time, the server's clock), so that
+// Read(ctx, topics, after, limit) returns every entry of topics stored at
+// or after t that the stream still holds; entries stored before t may
+// follow after too when the stream stored them while SeqAt ran.
+//
+// Let S be the sequence of the first entry stored at or after t, or the
+// stream's last sequence + 1 when it holds none. Then after is S-1: 0 when
+// S is the stream's first sequence ever, the stream's LastSeq when no
+// entry is stored at or after t.
+//
+// gap reports that entries stored at or after t may have been removed
+// before SeqAt looked: it is true when S > 1 and the sequence S-1 is not
+// stored (anymore). The stream's entries are stored in the order of their
+// times (a server clock stepped back aside), so when the entry S-1 is
+// stored its time is before t, and so is that of every entry before it:
+// nothing at or after t can be missing before S. When S-1 is not stored,
+// its time is unknown: it was removed from the front (MaxAge, MaxBytes, a
+// purge: the stream is empty or S is its first sequence) or by
+// MaxMsgsPerTopic. gap is reported conservatively: S-1 may have been stored
+// before t. Entries after S removed by MaxMsgsPerTopic are not SeqAt's
+// to report: Read from after reports them (ReadResult). gap is false on a
+// stream that never held an entry, or when t is before its first entry
+// and nothing was ever removed.
+//
+// SeqAt makes an ephemeral JetStream consumer starting at t
+// (DeliverByStartTimePolicy) and fetches one entry; it then looks up the
+// entry S-1 (a stream message get). It fails when the stream cannot be
+// reached within ctx.
+func (h *History) SeqAt(ctx context.Context, t time.Time) (after uint64, gap bool, err error) {
+	info, err := h.st.Info(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("history: stream %s: %w", h.stream, err)
+	}
+	s, found, err := h.firstAt(ctx, t)
+	if err != nil {
+		return 0, false, err
+	}
+	if !found {
+		// None at or after t when the consumer began: every entry the
+		// stream stored up to info's LastSeq is before t. (Entries stored
+		// since may be before t too: after is the earlier bound.) If the
+		// consumer saw entries that were removed before the fetch, the
+		// stream's state now tells: S-1 = last is then not stored.
+		s = info.State.LastSeq + 1
+	}
+	if s <= 1 {
+		return 0, false, nil
+	}
+	stored, err := h.holds(ctx, s-1)
+	if err != nil {
+		return 0, false, err
+	}
+	return s - 1, !stored, nil
+}
+
+// firstAt returns the sequence of the first entry the stream holds stored
+// at or after t, found false when it holds none.
+func (h *History) firstAt(ctx context.Context, t time.Time) (uint64, bool, error) {
+	start := t
+	cons, err := h.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartTimePolicy,
+		OptStartTime:      &start,
+		FilterSubject:     h.base + ".>",
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: 30 * time.Second, // removed by the server if the delete below fails
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("history: position consumer: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = h.st.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
+	}()
+	if cons.CachedInfo().NumPending == 0 {
+		return 0, false, nil
+	}
+	batch, err := cons.FetchNoWait(1)
+	if err != nil {
+		return 0, false, fmt.Errorf("history: position: %w", err)
+	}
+	var seq uint64
+	for msg := range batch.Messages() {
+		if md, err := msg.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return 0, false, fmt.Errorf("history: position: %w", err)
+	}
+	return seq, seq != 0, nil
+}
+
+// holds reports whether the stream holds the entry of sequence seq.
+func (h *History) holds(ctx context.Context, seq uint64) (bool, error) {
+	_, err := h.st.GetMsg(ctx, seq)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("history: stream %s: %w", h.stream, err)
+}
