@@ -16,7 +16,9 @@ import (
 	"github.com/NoLagApp/kraken/pkg/history"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/node"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/session"
+	"github.com/NoLagApp/kraken/pkg/sessionkv"
 )
 
 // historyOpenTimeout bounds the making of the history stream at start.
@@ -45,6 +47,7 @@ var errStoreDir = errors.New("STORE_DIR")
 // and its in-process connection.
 type historyBackend struct {
 	h        *history.History
+	sessions *sessionkv.Store        // the resumable sessions, on the same connection
 	embedded *history.EmbeddedServer // nil with BROKER_BACKEND=nats
 	conn     *nats.Conn              // the connection the History uses
 	where    string                  // "embedded" or "nats", for the logs
@@ -100,7 +103,19 @@ func openHistory(cfg config.Config, nodeID string, log *zap.Logger) (*historyBac
 		b.closeConn()
 		return nil, err
 	}
-	b.h, b.okAt = h, time.Now()
+	maxAge := cfg.StoreTTL
+	if maxAge <= 0 {
+		maxAge = history.DefaultMaxAge
+	}
+	// A session's record outlives its history by nothing: past the
+	// history's MaxAge a replay could only say history_limit.
+	ss, err := sessionkv.Open(ctx, sessionkv.Config{Conn: b.conn, Replicas: replicas, TTL: maxAge, Logger: log})
+	if err != nil {
+		h.Close()
+		b.closeConn()
+		return nil, err
+	}
+	b.h, b.sessions, b.okAt = h, ss, time.Now()
 	pctx, stop := context.WithCancel(context.Background())
 	b.stop = stop
 	b.probed.Add(1)
@@ -210,6 +225,7 @@ func (b *historyBackend) close() {
 	}
 	b.stop()
 	b.probed.Wait()
+	b.sessions.Close()
 	b.h.Close()
 	b.closeConn()
 }
@@ -220,6 +236,15 @@ func (b *historyBackend) closeConn() {
 		return
 	}
 	b.conn.Close()
+}
+
+// sessionStore is what node.Config.Sessions takes: nil (an untyped nil
+// interface: sessions kept in memory only) when b is nil.
+func (b *historyBackend) sessionStore() resume.Store {
+	if b == nil {
+		return nil
+	}
+	return b.sessions
 }
 
 // sessionHistory is what session.Config.History takes: nil (an untyped

@@ -110,6 +110,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	cache := auth.NewCache(backend.authn, cfg.TokenCacheTTL, tokenCacheEntries, nil)
 	defer func() { _ = cache.Close() }() // after the node's shutdown, before the backend's close
 	n, err := node.New(node.Config{
+		Sessions: hist.sessionStore(),
+		NodeID:   nodeID,
 		Limits: edge.Limits{MaxConnections: cfg.MaxConnections, MaxPerAddress: cfg.MaxConnectionsPerAddress,
 			MaxPending: cfg.MaxPendingConnections, MaxPendingPerAddress: cfg.MaxPendingPerAddress,
 			AcceptRate: cfg.MaxAcceptRatePerAddress, AcceptBurst: cfg.MaxAcceptBurstPerAddress},

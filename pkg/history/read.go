@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/NoLagApp/kraken/pkg/natssubject"
@@ -247,12 +248,12 @@ func (h *History) fetch(ctx context.Context, filters []string, after, last uint6
 		if err := ctx.Err(); err != nil {
 			return entries, 0, err
 		}
-		batch, err := cons.FetchNoWait(min(limit-len(entries), fetchBatch))
+		msgs, err := fetchReady(ctx, cons, min(limit-len(entries), fetchBatch))
 		if err != nil {
 			return entries, 0, fmt.Errorf("history: read: %w", err)
 		}
 		got, past := 0, false
-		for msg := range batch.Messages() {
+		for _, msg := range msgs {
 			got++
 			md, err := msg.Metadata()
 			if err != nil {
@@ -269,9 +270,6 @@ func (h *History) fetch(ctx context.Context, filters []string, after, last uint6
 			}
 			entries = append(entries, Entry{Seq: md.Sequence.Stream, Topic: topic,
 				MsgID: msg.Headers().Get(jetstream.MsgIDHeader), Time: md.Timestamp, Data: msg.Data()})
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return entries, 0, fmt.Errorf("history: read: %w", err)
 		}
 		if past || got == 0 {
 			pending = 0 // past last, or removed meanwhile
@@ -398,18 +396,15 @@ func (h *History) firstAt(ctx context.Context, t time.Time) (uint64, bool, error
 	if cons.CachedInfo().NumPending == 0 {
 		return 0, false, nil
 	}
-	batch, err := cons.FetchNoWait(1)
+	msgs, err := fetchReady(ctx, cons, 1)
 	if err != nil {
 		return 0, false, fmt.Errorf("history: position: %w", err)
 	}
 	var seq uint64
-	for msg := range batch.Messages() {
+	for _, msg := range msgs {
 		if md, err := msg.Metadata(); err == nil {
 			seq = md.Sequence.Stream
 		}
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-		return 0, false, fmt.Errorf("history: position: %w", err)
 	}
 	return seq, seq != 0, nil
 }
@@ -424,4 +419,42 @@ func (h *History) holds(ctx context.Context, seq uint64) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("history: stream %s: %w", h.stream, err)
+}
+
+// notServingWait bounds how long fetchReady asks a consumer that is not
+// serving yet, and notServingEvery is how often.
+const (
+	notServingWait  = 2 * time.Second
+	notServingEvery = 20 * time.Millisecond
+)
+
+// fetchReady returns what cons.FetchNoWait(n) gets (none when nothing is
+// pending: jetstream.ErrNoMessages is no error). On a clustered stream a
+// consumer just made may not serve yet (its leader has not subscribed to
+// its next-message subject: nats.ErrNoResponders); the fetch is asked
+// again every notServingEvery until it is served, notServingWait has
+// passed, or ctx ends.
+func fetchReady(ctx context.Context, cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	give := time.Now().Add(notServingWait)
+	for {
+		batch, err := cons.FetchNoWait(n)
+		var msgs []jetstream.Msg
+		if err == nil {
+			for msg := range batch.Messages() {
+				msgs = append(msgs, msg)
+			}
+			err = batch.Error()
+		}
+		switch {
+		case err == nil || errors.Is(err, jetstream.ErrNoMessages):
+			return msgs, nil
+		case !errors.Is(err, nats.ErrNoResponders) || len(msgs) > 0 || time.Now().After(give):
+			return msgs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(notServingEvery):
+		}
+	}
 }

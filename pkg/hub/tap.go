@@ -226,3 +226,32 @@ func (c *Conn) Tapped() (d []Delivered, overflow bool) {
 	}
 	return d, t.overflow
 }
+
+// Progress tells a resumable session's keeper (pkg/resume) how far c's
+// client got: sent is the bytes c's transport has taken so far, modulo
+// 2^32 (it changes whenever anything was written to c); oldest is the
+// unix ns at which c's tap got the oldest delivery its client has not
+// acked (0 when every one is acked, c has no tap, or its client does not
+// ack); stuck is true when the tap lost unacked deliveries to its bounds
+// (TapMax, TapMaxBytes), so that nothing after the first of them can be
+// taken as read. Safe from any goroutine.
+func (c *Conn) Progress() (sent uint32, oldest int64, stuck bool) {
+	c.wmu.Lock()
+	sent = c.sent
+	c.wmu.Unlock()
+	t := c.tap.Load()
+	if t == nil || t.off {
+		return sent, 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.nonAckerLocked(c.lastRead.Load(), c.tapAckWait()) {
+		return sent, 0, false
+	}
+	for i := range t.ents {
+		if !t.ents[i].acked {
+			return sent, t.ents[i].at, t.overflow
+		}
+	}
+	return sent, 0, t.overflow
+}

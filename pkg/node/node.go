@@ -33,6 +33,13 @@ type Config struct {
 	// MAX_PENDING_PER_ADDRESS); the zero value bounds nothing. Its
 	// OnAuthenticated hook of Session is the node's.
 	Limits edge.Limits
+	// Sessions, when set (STORE_BACKEND=jetstream: *sessionkv.Store),
+	// keeps the resumable sessions where every node, and this one after a
+	// restart, can resume them, under the name NodeID; a session resumed
+	// from it is replayed from Session.History, which must then also be a
+	// resume.History (*history.History is both).
+	Sessions resume.Store
+	NodeID   string
 }
 
 // Transport is what the node asks of a transport it serves connections
@@ -121,7 +128,12 @@ func New(cfg Config) (*Node, error) {
 	n.log = applied.Logger.Named("server")
 	n.proto, n.broker = p, applied.Broker
 	n.hub = hub.New(p.HubConfig(cfg.Hub))
-	n.resume = resume.New(p.ResumeConfig(cfg.Hub.IdleTimeout), n.hub)
+	rc := p.ResumeConfig(cfg.Hub.IdleTimeout)
+	if cfg.Sessions != nil {
+		rc.Store, rc.Node, rc.Logger = cfg.Sessions, cfg.NodeID, applied.Logger.Named("resume")
+		rc.History, _ = cfg.Session.History.(resume.History)
+	}
+	n.resume = resume.New(rc, n.hub)
 	p.Attach(n.hub, n.resume)
 	return n, nil
 }
@@ -139,12 +151,17 @@ func (n *Node) AddTransport(enc uint8, t Transport) {
 
 // Start starts the workers, then the fan-out broker, which brings other
 // nodes' messages in through the session protocol (broker.Handler); the
-// broker starts with the node's base context. The broker's error is
-// returned wrapped; the hub is running then, and Shutdown stops it.
+// broker starts with the node's base context; then, with Config.Sessions,
+// the saving of resumable sessions (resume.Registry.StartSaving). The
+// broker's or the Store's error is returned wrapped; the hub is running
+// then, and Shutdown stops it.
 func (n *Node) Start() error {
 	n.hub.Start()
 	if err := n.broker.Start(n.ctx, n.proto.Handler()); err != nil {
 		return fmt.Errorf("node: start the fan-out broker: %w", err)
+	}
+	if err := n.resume.StartSaving(); err != nil {
+		return fmt.Errorf("node: listen for resumable sessions taken over: %w", err)
 	}
 	return nil
 }
@@ -155,7 +172,8 @@ func (n *Node) Start() error {
 // (session.Protocol.Stop); the hub closes every connection with 1012
 // (service restart, decisions.md D-5) after what is queued to it, gives
 // the peers hub.Config.CloseTimeout to close their side and stops the
-// workers; every transport's event loop stops; the broker closes; the
+// workers; the resumable sessions it parked are saved (Config.Sessions);
+// every transport's event loop stops; the broker closes; the
 // base context is cancelled. Only the first call does anything; its
 // error, the first of the hub's and the transports' (ctx's end), is
 // returned to that call alone.
@@ -169,6 +187,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		}
 		n.proto.Stop()
 		err = n.hub.Shutdown(ctx)
+		n.resume.StopSaving(ctx) // the sessions the shutdown parked
 		for _, t := range ts {
 			if e := t.Shutdown(ctx); err == nil {
 				err = e

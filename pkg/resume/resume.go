@@ -13,7 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/history"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/sessionkv"
 )
 
 // Defaults applied by New to zero or negative Config fields.
@@ -46,6 +50,23 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// Store, when set (STORE_BACKEND=jetstream), keeps the sessions where
+	// every node and a restarted one can resume them (stored.go): Node
+	// names this node there, the live sessions that changed and those
+	// parked are written every SaveEvery (default DefaultSaveEvery) with
+	// positions PositionLag (DefaultPositionLag) behind, a live session
+	// unchanged is written again every Refresh (default a third of Expiry)
+	// so its record outlives a sudden end of this node by its expiry, and
+	// a session resumed from the Store is replayed from History.
+	Store       Store
+	History     History
+	Node        string
+	SaveEvery   time.Duration
+	PositionLag time.Duration
+	Refresh     time.Duration
+	// Logger receives the Store's failures (default: none).
+	Logger *zap.Logger
 }
 
 // Spec is one subscription kept for a session: the hub's SubSpec without
@@ -62,6 +83,7 @@ type Live struct {
 	// restored is the patterns a resume restored on the connection that
 	// its client has not subscribed to again yet (Restored, Resubscribe).
 	restored map[string]struct{}
+	durable  durable // its saves to Config.Store (stored.go)
 }
 
 // Parked is a session kept after its connection dropped.
@@ -73,6 +95,10 @@ type Parked struct {
 	t       *transport
 	reason  string // set for a session taken over from a live connection: nothing kept
 	seq     uint64 // its parking (fifo)
+	// Position is where its client had got when its connection closed:
+	// every message accepted before it was delivered and, if it asks
+	// for acks, acked (stored.go).
+	Position time.Time
 }
 
 // parking is a Parked's place in the fifo. It names the session rather than
@@ -96,14 +122,20 @@ type Registry struct {
 	parked map[string]*Parked
 	fifo   []parking // parked sessions in parking order, some no longer kept
 	seq    uint64    // of the last parking
+	// unsaved is the records of sessions parked (or ended) since the last
+	// batch of saves to Config.Store.
+	unsaved map[string]sessionkv.Record
 
-	stats counters
+	stopListen    func()        // Store.Listen's
+	saving, saved chan struct{} // StopSaving closes saving; saveLoop closes saved
+	stats         counters
 }
 
 // counters are a Registry's counters, shared with its parked transports.
 type counters struct {
-	replays         [numReplayResults]atomic.Uint64
-	givenBack, lost atomic.Uint64
+	replays                      [numReplayResults]atomic.Uint64
+	givenBack, lost              atomic.Uint64
+	saved, saveErrors, takenOver atomic.Uint64
 }
 
 // Replay results, as counted by CountReplay: complete, or the reason it
@@ -113,6 +145,8 @@ const (
 	replayExpired
 	replayTakenOver
 	replayOverflow
+	replayHistoryLimit
+	replayUnavailable
 	numReplayResults
 )
 
@@ -122,16 +156,22 @@ type Stats struct {
 	Parked int
 	// Replays counts the replays sent to reconnects with reconnect:true,
 	// by result: complete, session_expired, session_taken_over,
-	// backlog_limit (the names of ReplayResults).
+	// backlog_limit, history_limit, store_unavailable (the names of
+	// ReplayResults).
 	Replays [numReplayResults]uint64
 	// GivenBack counts unacked load-balanced messages handed back to their
 	// group when a session ended unresumed, and Lost those that found no
 	// member of the group on this node.
 	GivenBack, Lost uint64
+	// Saved counts the session records written to Config.Store,
+	// SaveErrors the batches it refused, and TakenOver the sessions of
+	// this node that a reconnect resumed on another.
+	Saved, SaveErrors, TakenOver uint64
 }
 
 // ReplayResults names the entries of Stats.Replays.
-var ReplayResults = [numReplayResults]string{"complete", ReasonExpired, ReasonTakenOver, ReasonOverflow}
+var ReplayResults = [numReplayResults]string{"complete", ReasonExpired, ReasonTakenOver, ReasonOverflow,
+	history.ReasonLimit, ReasonUnavailable}
 
 // CountReplay counts one replay sent with reason ("" for complete).
 func (r *Registry) CountReplay(reason string) {
@@ -143,13 +183,18 @@ func (r *Registry) CountReplay(reason string) {
 		i = replayTakenOver
 	case ReasonOverflow:
 		i = replayOverflow
+	case history.ReasonLimit:
+		i = replayHistoryLimit
+	case ReasonUnavailable:
+		i = replayUnavailable
 	}
 	r.stats.replays[i].Add(1)
 }
 
 // Stats returns the current counters.
 func (r *Registry) Stats() Stats {
-	st := Stats{Parked: r.Len(), GivenBack: r.stats.givenBack.Load(), Lost: r.stats.lost.Load()}
+	st := Stats{Parked: r.Len(), GivenBack: r.stats.givenBack.Load(), Lost: r.stats.lost.Load(),
+		Saved: r.stats.saved.Load(), SaveErrors: r.stats.saveErrors.Load(), TakenOver: r.stats.takenOver.Load()}
 	for i := range st.Replays {
 		st.Replays[i] = r.stats.replays[i].Load()
 	}
@@ -173,8 +218,20 @@ func New(cfg Config, h *hub.Hub) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.SaveEvery <= 0 {
+		cfg.SaveEvery = DefaultSaveEvery
+	}
+	if cfg.PositionLag <= 0 {
+		cfg.PositionLag = DefaultPositionLag
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = cfg.Expiry / 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
 	return &Registry{cfg: cfg, h: h, byConn: map[*hub.Conn]*Live{}, owner: map[string]*hub.Conn{},
-		parked: map[string]*Parked{}}
+		parked: map[string]*Parked{}, unsaved: map[string]sessionkv.Record{}}
 }
 
 // Identity is the session identity of actor with the auth frame's clientId:
@@ -249,6 +306,7 @@ func (r *Registry) Subscribed(c *hub.Conn, spec *hub.SubSpec) {
 	if l == nil {
 		return
 	}
+	l.durable.savedAt = time.Time{}
 	for i := range l.specs {
 		if l.specs[i].Pattern == s.Pattern {
 			l.specs[i] = s
@@ -300,6 +358,7 @@ func (r *Registry) Unsubscribed(c *hub.Conn, pattern string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l := r.byConn[c]; l != nil {
+		l.durable.savedAt = time.Time{}
 		for i := range l.specs {
 			if l.specs[i].Pattern == pattern {
 				l.specs = append(l.specs[:i], l.specs[i+1:]...)
@@ -314,6 +373,7 @@ func (r *Registry) FiltersSet(c *hub.Conn, pattern string, filters []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l := r.byConn[c]; l != nil {
+		l.durable.savedAt = time.Time{}
 		for i := range l.specs {
 			if l.specs[i].Pattern == pattern {
 				l.specs[i].Filters = filters
@@ -365,6 +425,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	if old := r.parked[l.ID]; old != nil {
 		r.h.Closed(old.conn)
 	}
+	r.parkedRecordLocked(c, l)
 	if len(l.specs) == 0 {
 		return false // nothing to keep (a publisher, a clean close before any subscribe)
 	}
@@ -393,7 +454,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	// hub's sweep then closes it and Closed lets go of it.
 	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
 	r.seq++
-	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t, seq: r.seq}
+	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t, seq: r.seq, Position: l.durable.pos}
 	r.parked[l.ID] = pk
 	r.fifo = append(r.fifo, parking{id: l.ID, seq: r.seq, expires: expires})
 	return false

@@ -198,6 +198,7 @@ const (
 // Replay returns at once.
 func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, missed []Missed, reason string)) {
 	h := r.h
+	r.Pin(c, pk.Position)
 	h.Run(c, func(c *hub.Conn) { c.HoldDeliveries() })
 	for i := range pk.Specs {
 		s := pk.Specs[i]
@@ -216,26 +217,31 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 			pc.Flush() // what this batch delivered to pc, into pk.t
 			missed, reason := pk.t.take()
 			h.Closed(pc)
-			h.Run(c, func(c *hub.Conn) {
-				// Not what c unsubscribed from since it resumed.
-				kept := missed[:0]
-				for _, m := range missed {
-					if c.Subscribed(m.Topic) {
-						kept = append(kept, m)
-					}
-				}
-				missed = kept
-				write(c, missed, reason)
-				seen := make(map[string]struct{}, len(missed))
-				for _, m := range missed {
-					seen[m.MsgID] = struct{}{}
-				}
-				c.ReleaseDeliveries(func(p *hub.Publication) bool {
-					_, dup := seen[p.Msg.MsgID]
-					return dup && p.Msg.MsgID != ""
-				})
-			})
+			h.Run(c, func(c *hub.Conn) { finishReplay(c, missed, reason, write) })
 		})
+	})
+}
+
+// finishReplay, on c's worker, writes the replay of missed to c (those on
+// subscriptions c still holds: not what it unsubscribed from since it
+// resumed) and releases the live deliveries held meanwhile, without those
+// replayed (the same msgId).
+func finishReplay(c *hub.Conn, missed []Missed, reason string, write func(c *hub.Conn, missed []Missed, reason string)) {
+	kept := missed[:0]
+	for _, m := range missed {
+		if c.Subscribed(m.Topic) {
+			kept = append(kept, m)
+		}
+	}
+	missed = kept
+	write(c, missed, reason)
+	seen := make(map[string]struct{}, len(missed))
+	for _, m := range missed {
+		seen[m.MsgID] = struct{}{}
+	}
+	c.ReleaseDeliveries(func(p *hub.Publication) bool {
+		_, dup := seen[p.Msg.MsgID]
+		return dup && p.Msg.MsgID != ""
 	})
 }
 

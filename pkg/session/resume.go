@@ -52,6 +52,7 @@ func (p *Protocol) noteAck(st *State, ids []string) {
 // resumed is what attachSession found for a resumable connection.
 type resumed struct {
 	parked *resume.Parked // the session it takes over, nil for none
+	stored *resume.Stored // or the one the Store kept (another node's, or before a restart)
 	told   bool           // reconnect:true without a session: say so
 	reason string         // why, then
 }
@@ -77,15 +78,21 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 	if !cmd.Reconnect {
 		return nil
 	}
-	if pk == nil {
+	rs := &resumed{parked: pk}
+	specs := []resume.Spec(nil)
+	if pk != nil {
+		specs = pk.Specs
+	} else if kept := p.fetchStored(st.Conn, id); kept != nil {
+		rs, specs = &resumed{stored: kept}, kept.Specs
+	} else {
 		return &resumed{told: true, reason: resume.ReasonExpired}
 	}
 	have := make(map[string]bool, len(*restored))
 	for _, r := range *restored {
 		have[r.Name] = true
 	}
-	for i := range pk.Specs {
-		s := &pk.Specs[i]
+	for i := range specs {
+		s := &specs[i]
 		if have[s.Pattern] {
 			continue
 		}
@@ -98,7 +105,15 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 		names[i] = r.Name
 	}
 	p.resume.Restored(st.Conn, names)
-	return &resumed{parked: pk}
+	return rs
+}
+
+// fetchStored looks the session id up in the node's Store (resume.Fetch)
+// within the connection's call, cancelled if c closes or the node stops.
+func (p *Protocol) fetchStored(c *hub.Conn, id string) *resume.Stored {
+	ctx, cancel := p.calls.start(c, authTimeout)
+	defer p.calls.end(c, ctx, cancel)
+	return p.resume.Fetch(ctx, id)
 }
 
 // noteSubscribed records spec as a subscription of a resumable session.
@@ -116,13 +131,17 @@ func (p *Protocol) noteSubscribed(st *State, spec *hub.SubSpec) {
 // The backend's restored subscriptions, specs, then get no retained
 // message, which would come before replayStart.
 func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub.SubSpec) {
-	if rs != nil && rs.parked != nil {
+	if rs != nil && (rs.parked != nil || rs.stored != nil) {
 		for _, s := range specs {
 			s.NoRetained = true
 		}
 	}
 	switch {
 	case rs == nil:
+	case rs.stored != nil:
+		ctx, cancel := p.calls.start(c, 2*authTimeout)
+		p.resume.ReplayStored(ctx, c, rs.stored, p.writeReplay)
+		p.calls.end(c, ctx, cancel)
 	case rs.parked == nil:
 		p.resume.CountReplay(rs.reason)
 		out.Write(Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, 0)})
