@@ -13,11 +13,15 @@ COPY . .
 # VERSION is what `kraken version` prints; `make docker` passes git describe.
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kraken ./cmd/kraken
+# /data, owned by the image's user, for the durable store (STORE_DIR): a
+# volume mounted there starts with this owner. Distroless has no mkdir.
+RUN mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 WORKDIR /app
 COPY --from=build /out/kraken /app/kraken
 COPY examples/auth.json /app/examples/auth.json
+COPY --from=build --chown=nonroot:nonroot /out/data /data
 ENV AUTH_FILE=/app/examples/auth.json WS_PORT=8080
 # 8080: WebSocket (/ws) and HTTP (/health). The MQTT 3.1.1 listener
 # (docs/mqtt.md) is off by default, so 1883 is not exposed: with

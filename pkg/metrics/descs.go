@@ -18,6 +18,7 @@ type Descs struct {
 	MessagesIn, MessageBytesIn, Publications, Deliveries, DeliveredBytes *prometheus.Desc
 	PublishRefused, SubscribeRefused, Subscriptions, Groups, Topics      *prometheus.Desc
 	ResumeParked, ResumeReplays, ResumeRedelivered                       *prometheus.Desc
+	ResumeSaved, ResumeTakenOver                                         *prometheus.Desc
 	MQTTSessionsKept, MQTTWills, MQTTTakeovers, MQTTSessionDropped       *prometheus.Desc
 	ConnectionsRefused, ProxyHeaderErrors                                *prometheus.Desc
 	TLSHandshakes, TLSReloads, TLSExpiry                                 *prometheus.Desc
@@ -80,7 +81,9 @@ func NewDescs() Descs {
 		MQTTTakeovers:      n("mqtt_takeovers_total", "MQTT connections closed by a new CONNECT with the same client identifier and actor."),
 		MQTTSessionDropped: n("mqtt_session_messages_dropped_total", "QoS 1 and 2 messages a kept MQTT session dropped past its bounds (RESUME_MAX_BYTES, STORE_MAX_MESSAGES) while its client was away."),
 		ResumeParked:       n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),
-		ResumeReplays:      n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit.", "result"),
+		ResumeReplays:      n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit, history_limit, store_unavailable.", "result"),
+		ResumeSaved:        n("resume_saved_total", "Resumable session records written to the session store (STORE_BACKEND=jetstream), by result: ok, error (records of a batch the store refused).", "result"),
+		ResumeTakenOver:    n("resume_taken_over_total", "Resumable sessions of this node that a reconnect resumed on another node (the live connection closed or the kept session dropped here)."),
 		ResumeRedelivered:  n("resume_redelivered_total", "Unacked load-balanced messages of sessions that ended unresumed, by result: given_back (to another member of the group), lost (no member on this node).", "result"),
 		Topics:             n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
 
@@ -132,7 +135,7 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.Reloads, d.Tokens, d.TokenFileFailing,
 		d.MessagesIn, d.MessageBytesIn, d.Publications, d.Deliveries, d.DeliveredBytes,
 		d.PublishRefused, d.SubscribeRefused, d.Subscriptions, d.Groups, d.Topics,
-		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered,
+		d.ResumeParked, d.ResumeReplays, d.ResumeRedelivered, d.ResumeSaved, d.ResumeTakenOver,
 		d.MQTTSessionsKept, d.MQTTWills, d.MQTTTakeovers, d.MQTTSessionDropped,
 		d.ConnectionsRefused, d.ProxyHeaderErrors, d.TLSHandshakes, d.TLSReloads, d.TLSExpiry,
 		d.Inbox, d.InboxPubs, d.WorkerBusy, d.Busy, d.Unresponsive, d.Queued, d.QueuedMax,

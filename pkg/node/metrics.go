@@ -99,6 +99,9 @@ func (m nodeMetrics) Collect(ctx context.Context, d *metrics.Descs, ch chan<- pr
 	}
 	counter(d.ResumeRedelivered, st.Resume.GivenBack, "given_back")
 	counter(d.ResumeRedelivered, st.Resume.Lost, "lost")
+	counter(d.ResumeSaved, st.Resume.Saved, "ok")
+	counter(d.ResumeSaved, st.Resume.SaveErrors, "error")
+	counter(d.ResumeTakenOver, st.Resume.TakenOver)
 
 	m.collectWorkers(ctx, d, ch)
 	if rooms, members, watches, ok := n.proto.PresenceCounts(ctx); ok {

@@ -26,14 +26,15 @@ var takenOverClose = disconnect.New(disconnect.SessionTakenOver)
 // history is read from the position for the topics of the subscriptions
 // that collect while parked (QoS ≥ 1, not load-balanced), at most
 // Config.MaxMessages (DefaultMaxReplay) messages and Config.MaxBytes bytes,
-// oldest first; then on c's worker write(c, missed, reason) writes the
-// replay (reason "" when it is complete: history.ReasonLimit when the
-// history's bounds removed some, ReasonOverflow past the replay's bounds,
-// ReasonUnavailable when the history could not be read) and the held live
+// oldest first; then on c's worker write(c, missed, gap) writes the
+// replay (the zero Gap when it is complete; else history.ReasonLimit when
+// the history's bounds removed some, ReasonOverflow past the replay's
+// bounds, ReasonUnavailable when the history could not be read, with the
+// count lost when it is known) and the held live
 // deliveries follow, without those replayed (same msgId). It blocks for
 // the history reads (at most a few seconds; ctx ends them), so call it
 // where the connection's next frames may wait.
-func (r *Registry) ReplayStored(ctx context.Context, c *hub.Conn, st *Stored, write func(c *hub.Conn, missed []Missed, reason string)) {
+func (r *Registry) ReplayStored(ctx context.Context, c *hub.Conn, st *Stored, write func(c *hub.Conn, missed []Missed, gap Gap)) {
 	h := r.h
 	h.Run(c, func(c *hub.Conn) { c.HoldDeliveries() })
 	for i := range st.Specs {
@@ -43,26 +44,26 @@ func (r *Registry) ReplayStored(ctx context.Context, c *hub.Conn, st *Stored, wr
 	}
 	placed := make(chan struct{})
 	h.Run(c, func(*hub.Conn) { close(placed) })
-	missed, reason := []Missed(nil), st.Reason
-	if reason == "" && r.cfg.History == nil {
-		reason = ReasonUnavailable
+	missed, gap := []Missed(nil), Gap{Reason: st.Reason}
+	if gap.Reason == "" && r.cfg.History == nil {
+		gap.Reason = ReasonUnavailable
 	}
-	if reason == "" {
+	if gap.Reason == "" {
 		r.Pin(c, st.Position)
 		select {
 		case <-placed:
-			missed, reason = r.readMissed(ctx, st)
+			missed, gap = r.readMissed(ctx, st)
 		case <-ctx.Done():
-			reason = ReasonUnavailable
+			gap.Reason = ReasonUnavailable
 		}
 	}
-	h.Run(c, func(c *hub.Conn) { finishReplay(c, missed, reason, write) })
+	h.Run(c, func(c *hub.Conn) { finishReplay(c, missed, gap, write) })
 }
 
 // readMissed reads the history of st's collecting subscriptions from its
-// position: the messages to replay, oldest first, and the reason the
-// replay is not complete ("" when it is).
-func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, string) {
+// position: the messages to replay, oldest first, and what the replay does
+// not cover.
+func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 	var specs []*Spec
 	var topics []string
 	for i := range st.Specs {
@@ -72,13 +73,13 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, string
 		}
 	}
 	if len(specs) == 0 {
-		return nil, ""
+		return nil, Gap{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	fail := func(what string, err error) ([]Missed, string) {
+	fail := func(what string, err error) ([]Missed, Gap) {
 		r.cfg.Logger.Warn("replay from the message history failed", zap.String("step", what), zap.Error(err))
-		return nil, ReasonUnavailable
+		return nil, Gap{Reason: ReasonUnavailable}
 	}
 	if err := r.cfg.History.Sync(ctx); err != nil {
 		return fail("sync", err)
@@ -100,18 +101,18 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, string
 	if err != nil {
 		return fail("read", err)
 	}
-	reason := ""
+	var out Gap
 	switch {
 	case gap:
-		reason = history.ReasonLimit
+		out.Reason = history.ReasonLimit
 	case !res.Complete:
-		reason = res.Reason
+		out.Reason, out.Lost = res.Reason, max(res.Lost, 0)
 	case res.Next != 0:
-		reason = ReasonOverflow
+		out.Reason = ReasonOverflow // how many are left is not counted
 	}
 	missed := make([]Missed, 0, len(entries))
 	bytes := 0
-	for _, e := range entries {
+	for i, e := range entries {
 		m, err := wire.ParseMessage(e.Data)
 		if err != nil {
 			continue // not an entry of this broker's
@@ -120,20 +121,26 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, string
 			if !specMatches(s, e.Topic, m.Filter) {
 				continue
 			}
-			out := m
-			out.Topic, out.IsReplay, out.SourceTopic = s.Pattern, true, ""
+			rm := m
+			rm.Topic, rm.IsReplay, rm.SourceTopic = s.Pattern, true, ""
 			if s.Wildcard {
-				out.SourceTopic = m.Topic
+				rm.SourceTopic = m.Topic
 			}
-			payload := wire.AppendMessage(nil, &out)
+			payload := wire.AppendMessage(nil, &rm)
 			if bytes += len(payload); bytes > r.cfg.MaxBytes {
-				return missed, ReasonOverflow // the oldest are replayed, with no gap
+				// The oldest are replayed, with no gap; the entries left
+				// are counted when Read returned every one.
+				lost := 0
+				if res.Next == 0 {
+					lost = len(entries) - i
+				}
+				return missed, Gap{Reason: ReasonOverflow, Lost: lost}
 			}
 			missed = append(missed, Missed{MsgID: m.MsgID, Topic: s.Pattern, Payload: payload})
 			break // one copy per message, as a parked session keeps
 		}
 	}
-	return missed, reason
+	return missed, out
 }
 
 // specMatches reports whether a message published on the routing key key

@@ -124,9 +124,9 @@ func TestParkCollectsAndTakes(t *testing.T) {
 		t.Fatalf("Attach = %+v, %v", pk, ok)
 	}
 	got := make(chan []Missed, 1)
-	r.Replay(c, pk, func(_ *hub.Conn, m []Missed, reason string) {
-		if reason != "" {
-			t.Errorf("reason = %q", reason)
+	r.Replay(c, pk, func(_ *hub.Conn, m []Missed, gap Gap) {
+		if gap != (Gap{}) {
+			t.Errorf("gap = %+v", gap)
 		}
 		got <- m
 	})
@@ -185,8 +185,8 @@ func TestDroppedTellsExpired(t *testing.T) {
 	tr := &transport{max: 100}
 	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}})
 	tr.drop()
-	if m, reason := tr.take(); len(m) != 0 || reason != ReasonExpired {
-		t.Fatalf("take after drop = %v, %q", m, reason)
+	if m, gap := tr.take(); len(m) != 0 || gap.Reason != ReasonExpired {
+		t.Fatalf("take after drop = %v, %+v", m, gap)
 	}
 }
 
@@ -199,13 +199,13 @@ func TestByteBound(t *testing.T) {
 }
 
 // TestMessageBound: past MaxMessages (STORE_MAX_MESSAGES) a session keeps
-// no more and says so.
+// no more and says so, with how many it did not keep.
 func TestMessageBound(t *testing.T) {
 	tr := &transport{max: 1 << 20, maxN: 2}
-	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}, {1, 'b', 0, 0, 0x80}, {1, 'c', 0, 0, 0x80}})
-	m, reason := tr.take()
-	if len(m) != 2 || m[0].MsgID != "a" || m[1].MsgID != "b" || reason != ReasonOverflow {
-		t.Fatalf("take = %v, %q; want a, b and %q", m, reason, ReasonOverflow)
+	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}, {1, 'b', 0, 0, 0x80}, {1, 'c', 0, 0, 0x80}, {1, 'd', 0, 0, 0x80}})
+	m, gap := tr.take()
+	if len(m) != 2 || m[0].MsgID != "a" || m[1].MsgID != "b" || gap != (Gap{Reason: ReasonOverflow, Lost: 2}) {
+		t.Fatalf("take = %v, %+v; want a, b and %s with 2 lost", m, gap, ReasonOverflow)
 	}
 }
 
@@ -313,8 +313,8 @@ func TestResumedSessionsLeaveAtMostTwiceTheKept(t *testing.T) {
 func TestLostInFlightStillCollects(t *testing.T) {
 	tr := &transport{max: 1 << 20, lost: true}
 	_, _ = tr.Writev([][]byte{{1, 'a', 0, 0, 0x80}, {1, 'b', 0, 0, 0x80}})
-	if m, reason := tr.take(); len(m) != 2 || reason != ReasonOverflow {
-		t.Fatalf("take = %v, %q; want both and %q", m, reason, ReasonOverflow)
+	if m, gap := tr.take(); len(m) != 2 || gap != (Gap{Reason: ReasonOverflow}) {
+		t.Fatalf("take = %v, %+v; want both and %s, lost not counted", m, gap, ReasonOverflow)
 	}
 }
 

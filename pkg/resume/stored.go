@@ -202,7 +202,7 @@ func (r *Registry) saveOnce(ctx context.Context) {
 		return
 	}
 	if err := r.cfg.Store.Save(ctx, recs); err != nil {
-		r.stats.saveErrors.Add(1)
+		r.stats.saveErrors.Add(uint64(len(recs)))
 		r.cfg.Logger.Warn("resumable sessions not saved", zap.Int("sessions", len(recs)), zap.Error(err))
 		r.mu.Lock()
 		for _, rec := range recs { // again next time, unless newer ones came

@@ -61,6 +61,7 @@ type transport struct {
 	bytes    int
 	frames   [][]byte
 	overflow bool      // past max or maxN: nothing more is kept
+	over     int       // the messages not kept for it
 	lost     bool      // unacked deliveries from before the drop were lost to the tap's bounds
 	dropped  bool      // the session ended: nothing to replay
 	lb       []unacked // unacked load-balanced deliveries, oldest first
@@ -88,6 +89,7 @@ func (t *transport) Writev(bufs [][]byte) (int, error) {
 		n += len(b)
 		if t.overflow || t.bytes+len(b) > t.max || t.maxN > 0 && len(t.frames) >= t.maxN {
 			t.overflow = true // the oldest are kept, with no gap
+			t.over++
 			continue
 		}
 		t.bytes += len(b)
@@ -154,11 +156,11 @@ func (t *transport) giveBack(lb []unacked) {
 
 // take returns what t kept and empties it, with the reason the replay is
 // not complete ("" when it is).
-func (t *transport) take() (missed []Missed, reason string) {
+func (t *transport) take() (missed []Missed, gap Gap) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.dropped {
-		return nil, ReasonExpired
+		return nil, Gap{Reason: ReasonExpired}
 	}
 	missed = make([]Missed, 0, len(t.frames))
 	for _, f := range t.frames {
@@ -168,10 +170,21 @@ func (t *transport) take() (missed []Missed, reason string) {
 			Payload: f[3+n+tl:]})
 	}
 	if t.overflow || t.lost {
-		reason = ReasonOverflow
+		gap.Reason = ReasonOverflow
+		if !t.lost { // unacked deliveries the tap lost are not counted
+			gap.Lost = t.over
+		}
 	}
 	t.frames, t.bytes, t.lb = nil, 0, nil // the load-balanced ones are replayed to their member
-	return missed, reason
+	return missed, gap
+}
+
+// Gap is what a replay does not cover: the zero Gap for a complete one
+// (replayEnd complete:true); else Reason (complete:false) and Lost, the
+// messages it held when they could be counted (0: not counted).
+type Gap struct {
+	Reason string
+	Lost   int
 }
 
 // Reasons of a replayEnd with complete:false.
@@ -192,11 +205,11 @@ const (
 // Replay moves the parked session pk onto c, a connection that resumed it
 // and whose auth reply is queued: c's deliveries are held, pk's
 // subscriptions are installed on c, then on pk's worker what pk kept is
-// taken and pk ends, and on c's worker write(c, missed, reason) writes the
-// replay (reason "" when it is complete), after which the held live
+// taken and pk ends, and on c's worker write(c, missed, gap) writes the
+// replay (the zero Gap when it is complete), after which the held live
 // deliveries follow but those replayed. All of it runs on the workers;
 // Replay returns at once.
-func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, missed []Missed, reason string)) {
+func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, missed []Missed, gap Gap)) {
 	h := r.h
 	r.Pin(c, pk.Position)
 	h.Run(c, func(c *hub.Conn) { c.HoldDeliveries() })
@@ -207,7 +220,7 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 	}
 	if pk.conn == nil { // taken over: nothing kept
 		h.Run(c, func(c *hub.Conn) {
-			write(c, nil, pk.reason)
+			write(c, nil, Gap{Reason: pk.reason})
 			c.ReleaseDeliveries(nil)
 		})
 		return
@@ -215,9 +228,9 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 	h.Run(c, func(*hub.Conn) { // c's subscriptions are in place
 		h.Run(pk.conn, func(pc *hub.Conn) {
 			pc.Flush() // what this batch delivered to pc, into pk.t
-			missed, reason := pk.t.take()
+			missed, gap := pk.t.take()
 			h.Closed(pc)
-			h.Run(c, func(c *hub.Conn) { finishReplay(c, missed, reason, write) })
+			h.Run(c, func(c *hub.Conn) { finishReplay(c, missed, gap, write) })
 		})
 	})
 }
@@ -226,7 +239,7 @@ func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, misse
 // subscriptions c still holds: not what it unsubscribed from since it
 // resumed) and releases the live deliveries held meanwhile, without those
 // replayed (the same msgId).
-func finishReplay(c *hub.Conn, missed []Missed, reason string, write func(c *hub.Conn, missed []Missed, reason string)) {
+func finishReplay(c *hub.Conn, missed []Missed, gap Gap, write func(c *hub.Conn, missed []Missed, gap Gap)) {
 	kept := missed[:0]
 	for _, m := range missed {
 		if c.Subscribed(m.Topic) {
@@ -234,7 +247,7 @@ func finishReplay(c *hub.Conn, missed []Missed, reason string, write func(c *hub
 		}
 	}
 	missed = kept
-	write(c, missed, reason)
+	write(c, missed, gap)
 	seen := make(map[string]struct{}, len(missed))
 	for _, m := range missed {
 		seen[m.MsgID] = struct{}{}

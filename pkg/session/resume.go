@@ -153,14 +153,14 @@ func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub
 }
 
 // writeReplay writes the replay of missed to c, on c's worker.
-func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, reason string) {
-	p.resume.CountReplay(reason)
+func (p *Protocol) writeReplay(c *hub.Conn, missed []resume.Missed, gap resume.Gap) {
+	p.resume.CountReplay(gap.Reason)
 	c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayStart(nil, len(missed))}))
 	for _, m := range missed {
 		c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: m.Payload}))
 		c.TapReplayed(m.MsgID, m.Topic, m.Payload) // kept until acked, as a delivery is
 	}
-	end := &wire.ReplayEnd{Replayed: len(missed), Complete: reason == "", Reason: reason}
+	end := &wire.ReplayEnd{Replayed: len(missed), Complete: gap.Reason == "", Reason: gap.Reason, Lost: gap.Lost}
 	c.WriteFrame(frameFor(c, Reply{Kind: KindReplay, Payload: wire.AppendReplayEnd(nil, end)}))
 }
 

@@ -18,13 +18,19 @@ type ReplayEnd struct {
 	Replayed int
 	Complete bool
 	Reason   string
+	// Lost is how many messages the uncovered gap held, when that could
+	// be counted; 0 omits the key (decisions.md OQ-73).
+	Lost int
 }
 
 // AppendReplayEnd appends {type:"replayEnd", replayed, count, complete,
-// reason?}.
+// reason?, lost?}.
 func AppendReplayEnd(b []byte, e *ReplayEnd) []byte {
 	n := uint32(4)
 	if e.Reason != "" {
+		n++
+	}
+	if e.Lost > 0 {
 		n++
 	}
 	b = msgp.AppendMapHeader(b, n)
@@ -37,6 +43,10 @@ func AppendReplayEnd(b []byte, e *ReplayEnd) []byte {
 	b = msgp.AppendBool(b, e.Complete)
 	if e.Reason != "" {
 		b = appendStr(b, "reason", e.Reason)
+	}
+	if e.Lost > 0 {
+		b = msgp.AppendString(b, "lost")
+		b = appendInt(b, int64(e.Lost))
 	}
 	return b
 }

@@ -28,8 +28,12 @@ func TestReplayFrames(t *testing.T) {
 		t.Fatalf("replayEnd = %v", m)
 	}
 	m = decodeAny(t, AppendReplayEnd(nil, &ReplayEnd{Reason: "session_expired"}))
-	if m["complete"] != false || m["reason"] != "session_expired" || m["replayed"] != int64(0) {
+	if m["complete"] != false || m["reason"] != "session_expired" || m["replayed"] != int64(0) || m["lost"] != nil {
 		t.Fatalf("replayEnd = %v", m)
+	}
+	m = decodeAny(t, AppendReplayEnd(nil, &ReplayEnd{Replayed: 3, Reason: "backlog_limit", Lost: 7}))
+	if m["complete"] != false || m["reason"] != "backlog_limit" || m["lost"] != int64(7) || len(m) != 6 {
+		t.Fatalf("replayEnd with a counted loss = %v", m)
 	}
 	msg := sampleMessage()
 	msg.IsReplay = true

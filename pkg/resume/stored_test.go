@@ -1,0 +1,203 @@
+package resume
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tinylib/msgp/msgp"
+
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
+	"github.com/NoLagApp/kraken/pkg/history"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/sessionkv"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// durableNode is one node's hub and registry over a shared JetStream: the
+// sessions bucket and the message history.
+type durableNode struct {
+	r    *Registry
+	h    *hub.Hub
+	hist *history.History
+}
+
+// jetStream starts a JetStream server for t and connects to it.
+func jetStream(t *testing.T) *nats.Conn {
+	t.Helper()
+	srv := natstest.RunJetStream(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// newDurableNode makes the node named id on nc, saving every 50 ms with a
+// position 1 ms behind, stopped when t ends.
+func newDurableNode(t *testing.T, nc *nats.Conn, id string) *durableNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hist, err := history.Open(ctx, history.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sessionkv.Open(ctx, sessionkv.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &durableNode{hist: hist}
+	n.h = hub.New(hub.Config{Workers: 2, OnClose: func(c *hub.Conn) { n.r.Closed(c) }})
+	n.r = New(Config{Store: store, History: hist, Node: id, SaveEvery: 50 * time.Millisecond,
+		PositionLag: time.Millisecond}, n.h)
+	n.h.Start()
+	if err := n.r.StartSaving(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.h.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		n.r.StopSaving(ctx)
+		store.Close()
+		hist.Close()
+	})
+	return n
+}
+
+// appendMessage appends the message frame of data on the routing key key
+// to n's history, as the session does for an accepted publish.
+func (n *durableNode) appendMessage(t *testing.T, key, data string) {
+	t.Helper()
+	b := wire.AppendMessage(nil, &wire.Message{Topic: key, Data: msgp.AppendString(nil, data), MsgID: "id-" + data,
+		From: "alice", FromType: "actor", Timestamp: time.Now().UnixMilli()})
+	if !n.hist.Append(key, "id-"+data, b) {
+		t.Fatalf("append %s dropped", data)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.hist.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A session live on node A is resumed on node B from the Store: B gets its
+// subscriptions and replays from the history what was published after
+// the position A saved, and only that; A's connection is closed
+// (session_taken_over) and counted, and nothing of the session stays on A.
+func TestStoredSessionResumesOnAnotherNode(t *testing.T) {
+	nc := jetStream(t)
+	a, b := newDurableNode(t, nc, "node-a"), newDurableNode(t, nc, "node-b")
+
+	a.appendMessage(t, "app/k", "before")
+	time.Sleep(20 * time.Millisecond) // stored before the position the next save takes
+	c := a.h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	if _, ok := a.r.Attach(c, "s", false, time.Minute); !ok {
+		t.Fatal("Attach refused")
+	}
+	a.r.Subscribed(c, &hub.SubSpec{Pattern: "k", Key: "app/k", QoS: 1})
+	a.r.Subscribed(c, &hub.SubSpec{Pattern: "w/+", Key: "app/w/+", Wildcard: true, QoS: 1})
+	a.r.Subscribed(c, &hub.SubSpec{Pattern: "q0", Key: "app/q0"}) // QoS 0: nothing kept for it
+	waitUntil(t, func() bool { return a.r.Stats().Saved >= 1 })
+	time.Sleep(20 * time.Millisecond)
+	for i := range 3 {
+		a.appendMessage(t, "app/k", fmt.Sprint("after-", i))
+	}
+	a.appendMessage(t, "app/w/x", "wild")
+	a.appendMessage(t, "app/q0", "qos0")
+	a.appendMessage(t, "app/other", "other")
+
+	st := b.r.Fetch(context.Background(), "s")
+	if st == nil || st.Reason != "" || len(st.Specs) != 3 {
+		t.Fatalf("Fetch = %+v", st)
+	}
+	waitUntil(t, func() bool { return a.r.Stats().TakenOver == 1 && !a.r.Resumable(c) })
+
+	c2 := b.h.Register(nullTransport{})
+	c2.SetPhase(hub.PhaseAuthed)
+	if _, ok := b.r.Attach(c2, "s", true, time.Minute); !ok {
+		t.Fatal("Attach on B refused")
+	}
+	got := make(chan []Missed, 1)
+	var gap Gap
+	b.r.ReplayStored(context.Background(), c2, st, func(_ *hub.Conn, m []Missed, g Gap) { gap = g; got <- m })
+	missed := <-got
+	if gap != (Gap{}) {
+		t.Fatalf("gap = %+v, want a complete replay", gap)
+	}
+	var seen []string
+	for _, m := range missed {
+		msg, err := wire.ParseMessage(m.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ := msgp.ReadStringBytes(msg.Data)
+		if !msg.IsReplay || msg.MsgID != "id-"+data || m.MsgID != msg.MsgID || msg.Topic != m.Topic {
+			t.Errorf("replayed %+v as %+v", m, msg)
+		}
+		seen = append(seen, m.Topic+"="+data+"<"+msg.SourceTopic)
+	}
+	want := "[k=after-0< k=after-1< k=after-2< w/+=wild<app/w/x]"
+	if fmt.Sprint(seen) != want {
+		t.Fatalf("replayed %v, want %s", seen, want)
+	}
+	subs := make(chan []bool, 1)
+	b.h.Run(c2, func(c *hub.Conn) { subs <- []bool{c.Subscribed("k"), c.Subscribed("w/+"), c.Subscribed("q0")} })
+	if s := <-subs; fmt.Sprint(s) != "[true true true]" {
+		t.Fatalf("restored on the new connection (k, w/+, q0): %v", s)
+	}
+}
+
+// A record past its expiry is not resumed: Fetch finds nothing.
+func TestStoredSessionPastItsExpiryIsNotResumed(t *testing.T) {
+	nc := jetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	store, err := sessionkv.Open(ctx, sessionkv.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	old := sessionkv.Record{ID: "old", Node: "gone", Specs: []sessionkv.Spec{{Pattern: "k", Key: "app/k", QoS: 1}},
+		Saved: time.Now().Add(-time.Hour), Expiry: time.Minute, Position: time.Now().Add(-time.Hour)}
+	if err := store.Save(ctx, []sessionkv.Record{old}); err != nil {
+		t.Fatal(err)
+	}
+	n := newDurableNode(t, nc, "node-a")
+	if st := n.r.Fetch(ctx, "old"); st != nil {
+		t.Fatalf("Fetch of an expired session = %+v", st)
+	}
+	if st := n.r.Fetch(ctx, "never"); st != nil {
+		t.Fatalf("Fetch of an unknown session = %+v", st)
+	}
+}
+
+// The replay from the history stops at MaxBytes and says backlog_limit
+// with the count of messages it left out.
+func TestStoredReplayBoundedByBytes(t *testing.T) {
+	nc := jetStream(t)
+	n := newDurableNode(t, nc, "node-a")
+	n.r.cfg.MaxBytes = 1000
+	pos := time.Now().Add(-time.Second)
+	for i := range 20 {
+		n.appendMessage(t, "app/k", fmt.Sprintf("%0100d", i)) // about 200 bytes a frame
+	}
+	c := n.h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	n.r.Attach(c, "s", true, time.Minute)
+	st := &Stored{ID: "s", Specs: []Spec{{Pattern: "k", Key: "app/k", QoS: 1}}, Position: pos}
+	got := make(chan []Missed, 1)
+	var gap Gap
+	n.r.ReplayStored(context.Background(), c, st, func(_ *hub.Conn, m []Missed, g Gap) { gap = g; got <- m })
+	missed := <-got
+	if len(missed) == 0 || len(missed) >= 20 || gap.Reason != ReasonOverflow || gap.Lost != 20-len(missed) {
+		t.Fatalf("%d replayed, gap %+v; want fewer than 20, backlog_limit and the rest counted", len(missed), gap)
+	}
+}
