@@ -27,12 +27,7 @@ type durableNode struct {
 // jetStream starts a JetStream server for t and connects to it.
 func jetStream(t *testing.T) *nats.Conn {
 	t.Helper()
-	srv := natstest.RunJetStream(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, _ := natstest.ConnectJetStream(t)
 	return nc
 }
 

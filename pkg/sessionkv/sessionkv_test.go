@@ -18,12 +18,7 @@ import (
 // connect starts a networked JetStream server for t and connects to it.
 func connect(t *testing.T) *nats.Conn {
 	t.Helper()
-	srv := natstest.RunJetStream(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, _ := natstest.ConnectJetStream(t)
 	return nc
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // RunServer starts an embedded NATS server with opts (nil for defaults) on
@@ -84,6 +85,20 @@ func Restart(t testing.TB, s *natsserver.Server) *natsserver.Server {
 func RunJetStream(t testing.TB) *natsserver.Server {
 	t.Helper()
 	return RunServer(t, &natsserver.Options{ServerName: "js0", JetStream: true, StoreDir: t.TempDir()})
+}
+
+// ConnectJetStream starts one embedded server with JetStream on
+// (RunJetStream) and returns a connection to it, closed when t ends, with
+// the server.
+func ConnectJetStream(t testing.TB) (*nats.Conn, *natsserver.Server) {
+	t.Helper()
+	srv := RunJetStream(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatalf("natstest: connect to %s: %v", srv.ClientURL(), err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, srv
 }
 
 // Cluster starts n NATS servers joined as one cluster by routes, JetStream
