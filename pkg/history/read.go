@@ -328,16 +328,25 @@ func (h *History) cappedAfter(ctx context.Context, filters []string, after uint6
 // entry is stored at or after t.
 //
 // gap reports that entries stored at or after t may have been removed
-// before SeqAt looked: it is true when S > 1 and the sequence S-1 is not
-// stored (anymore). The stream's entries are stored in the order of their
-// times (a server clock stepped back aside), so when the entry S-1 is
-// stored its time is before t, and so is that of every entry before it:
-// nothing at or after t can be missing before S. When S-1 is not stored,
-// its time is unknown: it was removed from the front (MaxAge, MaxBytes, a
-// purge: the stream is empty or S is its first sequence) or by
-// MaxMsgsPerTopic. gap is reported conservatively: S-1 may have been stored
-// before t. Entries after S removed by MaxMsgsPerTopic are not SeqAt's
-// to report: Read from after reports them (ReadResult). gap is false on a
+// from the front of the stream (MaxAge, MaxBytes, a purge) before SeqAt
+// looked, whatever their topics: it is true when S > 1 and S-1 is before
+// the stream's first sequence (S is its first entry, or the stream is
+// empty). The stream's entries are stored in the order of their times (a
+// server clock stepped back aside), so when the entry S-1 is stored its
+// time is before t, and so is that of every entry before it: nothing at
+// or after t can be missing before S, and after is S-1.
+//
+// When S-1 was removed from the middle of the stream (MaxMsgsPerTopic, or
+// a delete), its time is unknown, and so is that of the entries removed
+// right before it; such a removal matters only for the topics a Read asks
+// for. SeqAt then returns after = S-2 with no gap: a Read from there
+// returns the same entries (S-1 is gone) and reports a removal by
+// MaxMsgsPerTopic of a topic it reads anywhere from S-1 on (ReadResult),
+// which covers every entry at or after t that was removed before S (all
+// entries between such an entry and S are removed, so its topic's oldest
+// entry left is after S-1). That report may be a false alarm when the
+// entries removed were before t; a removal of another topic's entries,
+// the common case on a busy stream, reports nothing. gap is false on a
 // stream that never held an entry, or when t is before its first entry
 // and nothing was ever removed.
 //
@@ -366,10 +375,19 @@ func (h *History) SeqAt(ctx context.Context, t time.Time) (after uint64, gap boo
 		return 0, false, nil
 	}
 	stored, err := h.holds(ctx, s-1)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, false, err
+	case stored:
+		return s - 1, false, nil
 	}
-	return s - 1, !stored, nil
+	if info, err = h.st.Info(ctx); err != nil { // the front as of now: S-1 was removed before
+		return 0, false, fmt.Errorf("history: stream %s: %w", h.stream, err)
+	}
+	if s-1 < info.State.FirstSeq || info.State.Msgs == 0 {
+		return s - 1, true, nil // removed from the front
+	}
+	return s - 2, false, nil // removed from the middle: Read from S-2 reports it for its topics
 }
 
 // firstAt returns the sequence of the first entry the stream holds stored

@@ -181,3 +181,34 @@ func TestSyncWithoutTheServerEndsWithTheContext(t *testing.T) {
 		t.Fatalf("after Close: %+v", s)
 	}
 }
+
+// An entry removed from the middle of the stream by MaxMsgsPerTopic right
+// before the position is no gap: a Read of other topics from SeqAt's
+// position is complete, and a Read of the capped topic itself reports
+// history_limit (it cannot tell whether what it lost was before t).
+func TestSeqAtAfterARemovalInTheMiddle(t *testing.T) {
+	nc, _ := connect(t)
+	h := open(t, nc, Config{MaxMsgsPerTopic: 2})
+	h.Append("b/x", "", []byte("b"))    // 1
+	h.Append("hot/x", "", []byte("h1")) // 2: removed by the cap below
+	settle(t, h)
+	time.Sleep(20 * time.Millisecond)
+	at := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	h.Append("c/x", "", []byte("c"))    // 3
+	h.Append("hot/x", "", []byte("h2")) // 4
+	h.Append("hot/x", "", []byte("h3")) // 5
+	settle(t, h)
+	after, gap := seqAt(t, h, at)
+	if after != 1 || gap {
+		t.Fatalf("SeqAt = %d, gap %v; want 1 (before the removed 2), no gap", after, gap)
+	}
+	entries, res := read(t, h, []string{"c/x"}, after, 10)
+	if len(entries) != 1 || !res.Complete {
+		t.Fatalf("Read(c/x) = %d entries, %+v; want 1, complete", len(entries), res)
+	}
+	entries, res = read(t, h, []string{"hot/x"}, after, 10)
+	if len(entries) != 2 || res.Complete || res.Reason != ReasonLimit {
+		t.Fatalf("Read(hot/x) = %d entries, %+v; want 2 and %s", len(entries), res, ReasonLimit)
+	}
+}
