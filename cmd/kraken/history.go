@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,6 +51,7 @@ type historyBackend struct {
 	h        *history.History
 	sessions *sessionkv.Store        // the resumable sessions, on the same connection
 	embedded *history.EmbeddedServer // nil with BROKER_BACKEND=nats
+	lock     *os.File                // STORE_DIR's lock, held while the embedded server runs
 	conn     *nats.Conn              // the connection the History uses
 	where    string                  // "embedded" or "nats", for the logs
 
@@ -85,8 +88,14 @@ func openHistory(cfg config.Config, nodeID string, log *zap.Logger) (*historyBac
 		if err := checkStoreDir(cfg.StoreDir); err != nil {
 			return nil, err
 		}
+		lock, err := lockStoreDir(cfg.StoreDir)
+		if err != nil {
+			return nil, err
+		}
+		b.lock = lock
 		e, err := history.Embedded(cfg.StoreDir, log)
 		if err != nil {
+			_ = lock.Close()
 			return nil, fmt.Errorf("STORE_DIR=%s: %w", cfg.StoreDir, err)
 		}
 		b.embedded, b.conn, b.where = e, e.Conn, "embedded"
@@ -147,6 +156,32 @@ func checkStoreDir(dir string) error {
 	_ = f.Close()
 	_ = os.Remove(name)
 	return nil
+}
+
+// storeDirLock is the file in STORE_DIR that a running kraken holds a lock
+// on (flock, exclusive): two embedded servers on one directory corrupt its
+// streams.
+const storeDirLock = ".kraken.lock"
+
+// lockStoreDir takes the lock of dir (storeDirLock) without waiting, and
+// returns the open file that holds it until closed (the kernel releases
+// it when the process ends, a crash included). When another process holds
+// it the error matches errStoreDir, names STORE_DIR and says so.
+func lockStoreDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, storeDirLock)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w=%s: cannot be locked: %v", errStoreDir, dir, unwrapPath(err))
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w=%s: in use by another kraken process (it holds %s); "+
+				"give each broker a directory of its own", errStoreDir, dir, path)
+		}
+		return nil, fmt.Errorf("%w=%s: cannot be locked: %v", errStoreDir, dir, err)
+	}
+	return f, nil
 }
 
 // probe asks for the stream's last sequence every historyProbeEvery, each
@@ -233,6 +268,7 @@ func (b *historyBackend) close() {
 func (b *historyBackend) closeConn() {
 	if b.embedded != nil {
 		b.embedded.Close()
+		_ = b.lock.Close() // releases the lock, after the server's last write
 		return
 	}
 	b.conn.Close()

@@ -132,6 +132,37 @@ func TestServeRefusesAStoreDirThatIsAFile(t *testing.T) {
 	}
 }
 
+// TestServeRefusesAStoreDirInUse: a second broker on the STORE_DIR of a
+// running one exits with status 2, naming STORE_DIR and saying it is in
+// use; once the first has stopped, the directory can be used again.
+func TestServeRefusesAStoreDirInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "js")
+	first := startBroker(t, "", "STORE_BACKEND=jetstream", "STORE_DIR="+dir)
+	second := func() (string, error) {
+		cmd := exec.Command(binary(t))
+		cmd.Env = append(os.Environ(), "STORE_BACKEND=jetstream", "STORE_DIR="+dir, "WS_HOST=127.0.0.1",
+			"WS_PORT="+freePort(t), "AUTH_FILE=../../examples/auth.json", "ADMIN_ADDR=off")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := second()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2\n%s", err, out)
+	}
+	if !strings.Contains(out, "STORE_DIR="+dir) || !strings.Contains(out, "in use by another kraken process") {
+		t.Fatalf("message should name STORE_DIR=%s and say it is in use:\n%s", dir, out)
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-first.done; err != nil {
+		t.Fatalf("first broker's exit: %v", err)
+	}
+	first.done <- nil
+	again := startBroker(t, "", "STORE_BACKEND=jetstream", "STORE_DIR="+dir)
+	if code, _ := get(t, "http://"+again.addr+"/health"); code != 200 {
+		t.Fatalf("the directory is not usable again: /health %d", code)
+	}
+}
+
 // TestHistoryReadyRule: the ready check `history` fails only once the
 // stream has not been reached for historyDownAfter, and says that
 // publishes keep flowing.

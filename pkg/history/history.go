@@ -214,6 +214,9 @@ func Open(ctx context.Context, cfg Config) (*History, error) {
 		return nil, fmt.Errorf("history: stream %s: %w", h.stream, err)
 	}
 	h.st = st
+	if info := st.CachedInfo(); info != nil { // what a restarted node's stream holds, before any append
+		h.stored, h.storedBytes, h.storedAt = info.State.Msgs, info.State.Bytes, time.Now()
+	}
 	go h.write() // ends at Close, which waits for it (writerDone)
 	return h, nil
 }

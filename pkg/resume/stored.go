@@ -90,6 +90,9 @@ type durable struct {
 	pos     time.Time // its position at the last save
 	pinned  bool      // pos stays until the tap holds nothing unacked (a replay's messages carry their replay time)
 	savedAt time.Time // zero: never saved, or changed since
+	// off: nothing is written for this session (Unclaimed): its record
+	// could not be read, so it may be another node's.
+	off bool
 }
 
 // positionAt is the position of a live session at now: now less the lag,
@@ -189,6 +192,10 @@ func (r *Registry) saveOnce(ctx context.Context) {
 			continue
 		}
 		d := &lc.l.durable
+		if d.off {
+			r.mu.Unlock()
+			continue
+		}
 		pos, sent := r.positionAt(lc.c, d, now)
 		if !d.savedAt.IsZero() && sent == d.sent && now.Sub(d.savedAt) < r.cfg.Refresh {
 			r.mu.Unlock()
@@ -230,7 +237,7 @@ func (r *Registry) recordLocked(l *Live, live bool, pos, now time.Time) sessionk
 // parkedRecordLocked queues the record of l, whose connection c just
 // closed, for the next batch: parked at the position its client reached.
 func (r *Registry) parkedRecordLocked(c *hub.Conn, l *Live) {
-	if r.cfg.Store == nil {
+	if r.cfg.Store == nil || l.durable.off {
 		return
 	}
 	now := r.cfg.Now()
@@ -299,6 +306,47 @@ func (r *Registry) Fetch(ctx context.Context, id string) *Stored {
 			QoS: s.QoS, LoadBalance: s.LoadBalance, Group: s.Group})
 	}
 	return st
+}
+
+// Unclaimed stops the saves of c's session: its record in the Store could
+// not be read (Fetch said ReasonUnavailable), so another node may hold it,
+// and a record written from here (an ended session when c closes without
+// subscriptions) would replace that node's. c is resumable on this node as
+// before; a later reconnect that reads the Store resumes from the other
+// node's record.
+func (r *Registry) Unclaimed(c *hub.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.byConn[c]; l != nil {
+		l.durable.off = true
+	}
+}
+
+// Claim tells whether a fresh connect (no reconnect:true) may make session
+// id its own, by the Store: false when another node's live connection
+// holds it and its record is not past its expiry (as on one node, the
+// first live connection keeps the session, decisions.md OQ-51); a session
+// another node keeps for a dropped connection is dropped there
+// (Store.TakeOver), since a fresh connect starts afresh. True without a
+// Store, for a session of this node or none, and when the Store cannot be
+// read in time.
+func (r *Registry) Claim(ctx context.Context, id string) bool {
+	if r.cfg.Store == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	rec, ok, err := r.cfg.Store.Load(ctx, id)
+	if err != nil || !ok || rec.Node == r.cfg.Node || !r.cfg.Now().Before(rec.Expires()) {
+		return true
+	}
+	if rec.Live {
+		return false
+	}
+	if err := r.cfg.Store.TakeOver(rec.Node, id); err != nil {
+		r.cfg.Logger.Warn("dropping a kept session on another node failed", zap.String("node", rec.Node), zap.Error(err))
+	}
+	return true
 }
 
 // Pin keeps the position of c's session at pos until its client has acked

@@ -82,6 +82,19 @@ func (n *durableNode) appendMessage(t *testing.T, key, data string) {
 	}
 }
 
+// subscriber is a resumable connection of session id on n, subscribed to
+// the routing key key (QoS 1) under the pattern "k".
+func (n *durableNode) subscriber(t *testing.T, id, key string) *hub.Conn {
+	t.Helper()
+	c := n.h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	if _, ok := n.r.Attach(c, id, false, time.Minute); !ok {
+		t.Fatalf("Attach(%s) refused", id)
+	}
+	n.r.Subscribed(c, &hub.SubSpec{Pattern: "k", Key: key, QoS: 1})
+	return c
+}
+
 // A session live on node A is resumed on node B from the Store: B gets its
 // subscriptions and replays from the history what was published after
 // the position A saved, and only that; A's connection is closed
@@ -194,5 +207,52 @@ func TestStoredReplayBoundedByBytes(t *testing.T) {
 	missed := <-got
 	if len(missed) == 0 || len(missed) >= 20 || gap.Reason != ReasonOverflow || gap.Lost != 20-len(missed) {
 		t.Fatalf("%d replayed, gap %+v; want fewer than 20, backlog_limit and the rest counted", len(missed), gap)
+	}
+}
+
+// A fresh connect on another node (no reconnect:true) does not take a
+// session whose connection is live on node A (the first live connection
+// keeps it), and drops one that A keeps for a dropped connection.
+func TestClaimOfAFreshConnectOnAnotherNode(t *testing.T) {
+	nc := jetStream(t)
+	a, b := newDurableNode(t, nc, "node-a"), newDurableNode(t, nc, "node-b")
+	c := a.subscriber(t, "s", "app/k")
+	waitUntil(t, func() bool { return a.r.Stats().Saved >= 1 })
+	if b.r.Claim(context.Background(), "s") {
+		t.Fatal("Claim took a session live on another node")
+	}
+	a.h.Closed(c)
+	waitUntil(t, func() bool { return a.r.Len() == 1 && a.r.Stats().Saved >= 2 }) // parked, and saved so
+	if !b.r.Claim(context.Background(), "s") {
+		t.Fatal("Claim refused a session kept for a dropped connection")
+	}
+	waitUntil(t, func() bool { return a.r.Len() == 0 && a.r.Stats().TakenOver == 1 })
+	if !b.r.Claim(context.Background(), "unknown") {
+		t.Fatal("Claim refused a session nobody holds")
+	}
+}
+
+// A connection whose session could not be read from the Store writes no
+// record: closing without subscriptions, it does not replace the record
+// another node saved with an ended one.
+func TestUnclaimedSessionWritesNoRecord(t *testing.T) {
+	nc := jetStream(t)
+	a, b := newDurableNode(t, nc, "node-a"), newDurableNode(t, nc, "node-b")
+	c := a.subscriber(t, "s", "app/k")
+	a.h.Closed(c)
+	waitUntil(t, func() bool { return a.r.Len() == 1 && a.r.Stats().Saved >= 1 })
+
+	c2 := b.h.Register(nullTransport{})
+	c2.SetPhase(hub.PhaseAuthed)
+	b.r.Attach(c2, "s", true, time.Minute)
+	b.r.Unclaimed(c2)
+	b.h.Closed(c2)
+	waitUntil(t, func() bool { return !b.r.Resumable(c2) })
+	time.Sleep(200 * time.Millisecond) // four batches of saves
+	if n := b.r.Stats().Saved; n != 0 {
+		t.Fatalf("node B saved %d records for a session it could not read", n)
+	}
+	if st := b.r.Fetch(context.Background(), "s"); st == nil || len(st.Specs) != 1 {
+		t.Fatalf("Fetch after B's close = %+v, want A's session", st)
 	}
 }

@@ -66,6 +66,9 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 		return nil
 	}
 	id := resume.Identity(g.ActorTokenID, cmd.ClientID)
+	if !cmd.Reconnect && !p.claimStored(st.Conn, id) { // another node's live connection holds it
+		return nil
+	}
 	pk, ok := p.resume.Attach(st.Conn, id, cmd.Reconnect, g.SessionExpiry)
 	if !ok { // another live connection holds the session (OQ-51)
 		return nil
@@ -84,6 +87,9 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 		specs = pk.Specs
 	} else if kept := p.fetchStored(st.Conn, id); kept != nil {
 		rs, specs = &resumed{stored: kept}, kept.Specs
+		if kept.Reason == resume.ReasonUnavailable {
+			p.resume.Unclaimed(st.Conn)
+		}
 	} else {
 		return &resumed{told: true, reason: resume.ReasonExpired}
 	}
@@ -106,6 +112,14 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 	}
 	p.resume.Restored(st.Conn, names)
 	return rs
+}
+
+// claimStored asks the node's Store whether a fresh connect may make
+// session id its own (resume.Registry.Claim), within c's call.
+func (p *Protocol) claimStored(c *hub.Conn, id string) bool {
+	ctx, cancel := p.calls.start(c, authTimeout)
+	defer p.calls.end(c, ctx, cancel)
+	return p.resume.Claim(ctx, id)
 }
 
 // fetchStored looks the session id up in the node's Store (resume.Fetch)
