@@ -41,6 +41,21 @@
 # RESUME_MAX_SESSIONS and RESUME_MAX_BYTES (the run is then named
 # resume-cap<N> / resume-bytes<B>); BENCH_RESUME_ARGS adds loadgen flags.
 #
+# BENCH_ONLY=store (not run by default) is kraken alone, the stream shape
+# of 10 topics x 10 subscribers and 4 publishers, with the durable message
+# store off (STORE_BACKEND=memory) and on (STORE_BACKEND=jetstream: the
+# embedded JetStream under a fresh STORE_DIR each run), at each publish rate
+# of BENCH_STORE_RATES (smoke "1000 40000", short "8000 40000 80000 120000",
+# full "8000 20000 40000 80000 120000"; on 2 cores the highest saturates the
+# broker with the store off, the two highest with it on) for
+# BENCH_STORE_DURATION (smoke 1s, short 5s, full 10s). Every run has a
+# fresh broker with ADMIN_ADDR=127.0.0.1:BENCH_ADMIN_PORT, whose /metrics
+# gives the history's appended/dropped counts; the two settings alternate
+# (in turn first) within each of BENCH_REPS (3; smoke 1) rounds, each run
+# after a wait for a quiet machine (not at smoke size); the table shows the
+# medians, their range and the ratio on/off.
+# BENCH_MAX_DISTURBANCE=C also takes the medians over the quiet runs.
+#
 # BENCH_ONLY=tls-idle (not run by default) is the RSS per idle connection
 # over TLS and in the clear: bench/tlsidle opens BENCH_TLS_STEPS
 # (1000,4000,7000,10000) connections to one fresh broker per setup of
@@ -555,6 +570,126 @@ if only resume; then
 	KRAKEN_EXTRA=()
 fi
 
+# wait_ready URL: waits (at most 15 s) until the broker's /ready answers 200.
+wait_ready() {
+	local url=$1
+	for _ in $(seq 150); do
+		curl -fs -o /dev/null --max-time 1 "$url" && return 0
+		kill -0 "$BROKER_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# store: kraken alone, the stream shape at each rate with the durable store
+# off and on; see the header.
+STORE_TABLES=()
+if only store; then
+	case $SIZE in
+	smoke) srates="1000 40000" sdur=1s ;;
+	short) srates="8000 40000 80000 120000" sdur=5s ;;
+	full) srates="8000 20000 40000 80000 120000" sdur=10s ;;
+	esac
+	read -r -a srates <<<"${BENCH_STORE_RATES:-$srates}"
+	sdur=${BENCH_STORE_DURATION:-$sdur}
+	sshape=(--topics 10 --subs 10 --publishers 4)
+	reps=${BENCH_REPS:-3}
+	# smoke only checks that the case works: one round, and no waiting
+	# for a quiet machine.
+	sqmax=${BENCH_QUIET_MAX:-60}
+	if [ "$SIZE" = smoke ]; then
+		reps=${BENCH_REPS:-1}
+		sqmax=${BENCH_QUIET_MAX:-0}
+	fi
+	SOUT=$OUT/store
+	mkdir -p "$SOUT"
+	rm -f "$SOUT/loadavg.txt"
+	echo "store: kraken ADMIN_ADDR=127.0.0.1:$ADPORT STORE_BACKEND=memory | STORE_BACKEND=jetstream STORE_DIR=<fresh temp dir>; stream ${sshape[*]} --duration $sdur at ${srates[*]} publishes/s; $reps repetitions" >>"$ENVF"
+	for ((rep = 1; rep <= reps; rep++)); do
+		for ((ri = 0; ri < ${#srates[@]}; ri++)); do
+			rate=${srates[ri]}
+			# The settings take turns going first: from rate to rate, and
+			# for each rate from round to round.
+			order=(memory jetstream)
+			if (((rep + ri) % 2 == 0)); then
+				order=(jetstream memory)
+			fi
+			for su in "${order[@]}"; do
+				run=$su-$rate-r$rep
+				echo "== store $rep/$reps: $su, $rate publishes/s (${sshape[*]} --duration $sdur)" >&2
+				rm -f "$SOUT/$run.json"
+				printf '%s: ' "$run" >>"$SOUT/loadavg.txt"
+				BENCH_QUIET_MAX=$sqmax wait_quiet "$SOUT/loadavg.txt"
+				if port_open "$ADPORT"; then
+					echo "port $ADPORT is already in use by another process; set BENCH_ADMIN_PORT" >&2
+					FAILED+=("store $run")
+					continue
+				fi
+				sdir=""
+				KRAKEN_EXTRA=(ADMIN_ADDR="127.0.0.1:$ADPORT" STORE_BACKEND="$su")
+				if [ "$su" = jetstream ]; then
+					sdir=$(mktemp -d "${TMPDIR:-/tmp}/kraken-bench-store.XXXXXX")
+					KRAKEN_EXTRA+=(STORE_DIR="$sdir")
+				fi
+				if start_broker kraken "$SOUT/$run.broker.log" && wait_ready "http://127.0.0.1:$ADPORT/ready"; then
+					if ! "$BIN/loadgen" --url "ws://127.0.0.1:$KPORT/ws" --pid "$BROKER_PID" --cpu-pids "kraken=$BROKER_PID" \
+						--label "$su" --scenario stream "${sshape[@]}" --rate "$rate" --duration "$sdur" \
+						--metrics-url "http://127.0.0.1:$ADPORT/metrics" \
+						--json "$SOUT/$run.json" --md "$SOUT/$run.md" \
+						>/dev/null 2> >(tee "$SOUT/$run.log" >&2); then
+						FAILED+=("store $run")
+					fi
+					if ! kill -0 "$BROKER_PID" 2>/dev/null; then
+						echo "kraken exited during store $run; see $SOUT/$run.broker.log" >&2
+						FAILED+=("store $run (broker exited)")
+					fi
+				else
+					echo "kraken ($su) was not ready; see $SOUT/$run.broker.log" >&2
+					FAILED+=("store $run")
+				fi
+				stop_broker
+				if [ -n "$sdir" ]; then
+					rm -rf "$sdir"
+				fi
+			done
+		done
+	done
+	KRAKEN_EXTRA=()
+	# store_tables SUFFIX MAXDIST: medians per setting and rate, over the
+	# runs disturbed by at most MAXDIST cores (0 = all), table and summary.
+	store_tables() {
+		local suffix=$1 maxd=$2 rate su rep runs group tables=()
+		for rate in "${srates[@]}"; do
+			group=()
+			for su in jetstream memory; do
+				runs=()
+				for ((rep = 1; rep <= reps; rep++)); do
+					[ -f "$SOUT/$su-$rate-r$rep.json" ] && runs+=("$SOUT/$su-$rate-r$rep.json")
+				done
+				if [ ${#runs[@]} -eq 0 ]; then
+					group=()
+					break
+				fi
+				"$BIN/loadgen" median --label "$su" --max-disturbance "$maxd" --out "$SOUT/$su-$rate$suffix.json" "${runs[@]}"
+				group+=("$SOUT/$su-$rate$suffix.json")
+			done
+			tables+=("${group[@]}")
+		done
+		[ ${#tables[@]} -gt 0 ] || return 1
+		"$BIN/loadgen" table --names jetstream,memory --spread "${tables[@]}" >"$SOUT/table$suffix.md"
+		"$BIN/loadgen" table --names jetstream,memory --spread --metrics "$STORE_SUMMARY" "${tables[@]}" >"$SOUT/summary$suffix.md"
+	}
+	STORE_SUMMARY=stream_offered_publishes,stream_publish_rate,stream_delivered_publishes,stream_rate,stream_lost,stream_p50,stream_p99
+	STORE_SUMMARY+=,stream_broker_cores,stream_cpu_per_delivery,stream_loadgen_cores,stream_other_cores,stream_steal_cores
+	STORE_SUMMARY+=,stream_history_appended,stream_history_per_publish,stream_history_dropped,stream_history_errors
+	if store_tables "" 0; then
+		STORE_TABLES+=("$SOUT/summary.md")
+	fi
+	if [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ] && store_tables .quiet "$BENCH_MAX_DISTURBANCE"; then
+		STORE_TABLES+=("$SOUT/summary.quiet.md")
+	fi
+fi
+
 # cluster: fanout and latency to CN subscribers from CPROCS client
 # processes against each setup, BENCH_REPS rounds, the setups alternating
 # within each round; every run has fresh brokers (and a fresh NATS server).
@@ -809,7 +944,7 @@ fi
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
 fi
-if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ] || [ -n "$TLS_TABLE" ]; then
+if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ ${#STORE_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ] || [ -n "$TLS_TABLE" ]; then
 	echo
 	cat "$ENVF"
 fi
@@ -833,6 +968,18 @@ if [ ${#CLUSTER_TABLES[@]} -gt 0 ]; then
 		echo "cluster: medians of the rounds in which other processes and steal took at most $BENCH_MAX_DISTURBANCE cores (how many: see the notes); every metric in $COUT/table.quiet.md"
 		echo
 		cat "$COUT/summary.quiet.md"
+	fi
+fi
+if [ ${#STORE_TABLES[@]} -gt 0 ]; then
+	echo
+	echo "store: medians of $reps rounds (range in brackets), STORE_BACKEND=jetstream against memory; every metric in $SOUT/table.md"
+	echo
+	cat "$SOUT/summary.md"
+	if [ -f "$SOUT/summary.quiet.md" ] && [ "${BENCH_MAX_DISTURBANCE:-0}" != 0 ]; then
+		echo
+		echo "store: medians of the runs in which other processes and steal took at most $BENCH_MAX_DISTURBANCE cores (how many: see the notes); every metric in $SOUT/table.quiet.md"
+		echo
+		cat "$SOUT/summary.quiet.md"
 	fi
 fi
 if [ -n "$RESUME_TABLE" ]; then

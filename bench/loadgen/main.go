@@ -73,7 +73,7 @@ func runMain(args []string) int {
 	fs.DurationVar(&cfg.Expiry, "expiry", 0, "resume: the broker's RESUME_EXPIRY_SECONDS; wait that long after the last reset and sample again (0 = do not wait)")
 	fs.DurationVar(&cfg.Linger, "linger", 0, "resume: keep sampling this long after the expiry (every 10 s)")
 	fs.IntVar(&cfg.Probe, "probe", 10, "resume: reconnect this many of the oldest and of the newest sessions with reconnect:true to check what the broker kept")
-	fs.StringVar(&cfg.MetricsURL, "metrics-url", "", "resume: the broker's Prometheus endpoint (kraken: http://ADMIN_ADDR/metrics) for its heap and the sessions it holds")
+	fs.StringVar(&cfg.MetricsURL, "metrics-url", "", "resume: the broker's Prometheus endpoint (kraken: http://ADMIN_ADDR/metrics) for its heap and the sessions it holds; stream: for its durable-history counters (kraken_history_*_total), read before and after the publishing")
 	fs.BoolVar(&cfg.ForceGC, "force-gc", false, "resume: at the end, make the broker collect (GET /debug/pprof/heap?gc=1 beside --metrics-url) and sample once more")
 	fs.IntVar(&cfg.Topics, "topics", 10, "stream: topics")
 	fs.IntVar(&cfg.Subs, "subs", 0, "stream: subscribers per topic (default n/topics)")

@@ -53,47 +53,64 @@ type brokerMetrics struct {
 // Prometheus text format).
 func readBrokerMetrics(url string) (brokerMetrics, error) {
 	var m brokerMetrics
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		return m, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("%s: %s", url, resp.Status)
-	}
 	want := map[string]*int64{
 		"go_memstats_heap_inuse_bytes":     &m.heapInuse,
 		"go_memstats_heap_alloc_bytes":     &m.heapAlloc,
 		"kraken_subscriptions":             &m.subs,
 		"kraken_connections_authenticated": &m.authed,
 	}
-	found := 0
+	names := make([]string, 0, len(want))
+	for k := range want {
+		names = append(names, k)
+	}
+	got, err := scrapeMetrics(url, names...)
+	if err != nil {
+		return m, err
+	}
+	if len(got) < len(want) {
+		return m, fmt.Errorf("%s: %d of the %d metrics needed (go_memstats_heap_*, kraken_subscriptions, kraken_connections_authenticated)", url, len(got), len(want))
+	}
+	for k, p := range want {
+		*p = int64(got[k])
+	}
+	return m, nil
+}
+
+// scrapeMetrics reads the unlabelled samples of the given names from url
+// (the Prometheus text format). A name the broker does not export is not
+// in the map.
+func scrapeMetrics(url string, names ...string) (map[string]float64, error) {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	got := map[string]float64{}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		p, ok := want[f[0]]
-		if !ok {
+		if len(f) < 2 || !want[f[0]] {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
 		if err != nil {
-			return m, fmt.Errorf("%s: %s: %w", url, f[0], err)
+			return nil, fmt.Errorf("%s: %s: %w", url, f[0], err)
 		}
-		*p = int64(v)
-		found++
+		got[f[0]] = v
 	}
 	if err := sc.Err(); err != nil {
-		return m, err
+		return nil, err
 	}
-	if found < len(want) {
-		return m, fmt.Errorf("%s: %d of the %d metrics needed (go_memstats_heap_*, kraken_subscriptions, kraken_connections_authenticated)", url, found, len(want))
-	}
-	return m, nil
+	return got, nil
 }
 
 // probeResult is what one reconnect with reconnect:true got back.

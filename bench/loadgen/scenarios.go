@@ -600,7 +600,11 @@ func (e *env) stream(ctx context.Context) error {
 		return err
 	}
 	total := int(cfg.Rate * cfg.Duration.Seconds())
-	cpu0, ccpu0 := e.cpu(), e.clientCPU()
+	hist0, err := e.historyCounters()
+	if err != nil {
+		return err
+	}
+	cpu0, ccpu0, mach0 := e.cpu(), e.clientCPU(), sampleMachine()
 	t0 := time.Now()
 	sent := make([]int, np)
 	errs := make([]error, np)
@@ -643,17 +647,23 @@ func (e *env) stream(ctx context.Context) error {
 	if _, err := e.waitDelivered(ctx, want, cfg.Timeout); err != nil {
 		return err
 	}
-	cpu1 := e.cpu()
+	cpu1, ccpu1, mach1 := e.cpu(), e.clientCPU(), sampleMachine()
 	st, err := e.call(request{Op: "stats"})
+	if err != nil {
+		return err
+	}
+	hist1, err := e.historyCounters()
 	if err != nil {
 		return err
 	}
 	span := st.lastRecv - t0.UnixNano()
 	e.rep.add("stream_shape", "topics × subscribers", "conns", float64(a.conns), 0)
+	e.rep.add("stream_offered_publishes", "offered publishes per second", "/s", cfg.Rate, 0)
 	e.rep.add("stream_offered", "offered deliveries per second (rate × subscribers per topic)", "/s", cfg.Rate*float64(subsPer), 0)
 	e.rep.add("stream_publish_rate", "publishes per second (achieved)", "/s", float64(nsent)/elapsed.Seconds(), higher)
 	if span > 0 {
 		e.rep.add("stream_rate", "deliveries per second (first publish → last receipt)", "/s", float64(st.delivered)/(float64(span)/1e9), higher)
+		e.rep.add("stream_delivered_publishes", "publishes delivered per second (deliveries per second ÷ subscribers per topic)", "/s", float64(st.delivered)/(float64(span)/1e9)/float64(subsPer), higher)
 	}
 	e.rep.add("stream_lost", "deliveries missing", "", float64(want-st.delivered), lower)
 	e.rep.add("stream_publishers_failed", "publisher connections whose writes failed", "", float64(pubFailed), lower)
@@ -665,9 +675,39 @@ func (e *env) stream(ctx context.Context) error {
 		e.rep.add("stream_broker_cores", "broker CPU (cores busy)", "cores", float64(d.total())/float64(span), 0)
 	}
 	e.addClientCPU("stream", ccpu0, time.Duration(span))
+	e.addMachineCPU("stream", mach0, mach1, cpu1.sub(cpu0), ccpu1-ccpu0, span)
+	if _, ok := hist1[histAppended]; ok {
+		appended := hist1[histAppended] - hist0[histAppended]
+		e.rep.add("stream_history_appended", "publishes queued for the durable history (kraken_history_appended_total)", "", appended, 0)
+		if nsent > 0 {
+			e.rep.add("stream_history_per_publish", "history appends per publish sent", "", appended/float64(nsent), 0)
+		}
+		e.rep.add("stream_history_dropped", "history entries dropped (kraken_history_dropped_total)", "", hist1[histDropped]-hist0[histDropped], lower)
+		e.rep.add("stream_history_errors", "history entries refused or not acknowledged (kraken_history_errors_total)", "", hist1[histErrors]-hist0[histErrors], lower)
+	}
 	e.addSubscriberHealth(st)
 	e.publisherErrors()
 	return nil
+}
+
+// The broker's durable-history counters (kraken with STORE_BACKEND=jetstream).
+const (
+	histAppended = "kraken_history_appended_total"
+	histDropped  = "kraken_history_dropped_total"
+	histErrors   = "kraken_history_errors_total"
+)
+
+// historyCounters reads the durable-history counters from --metrics-url
+// (none without it; a broker without the history has none of them).
+func (e *env) historyCounters() (map[string]float64, error) {
+	if e.cfg.MetricsURL == "" {
+		return nil, nil
+	}
+	m, err := scrapeMetrics(e.cfg.MetricsURL, histAppended, histDropped, histErrors)
+	if err != nil {
+		return nil, fmt.Errorf("history counters: %w", err)
+	}
+	return m, nil
 }
 
 // authStats are the counters of an auth service (bench/authsvc GET /stats).

@@ -236,6 +236,37 @@ func TestSmokeStream(t *testing.T) {
 	wantPositive(t, r, "stream_publish_rate")
 }
 
+// TestStreamHistoryCounters: with --metrics-url the stream scenario reports
+// the growth of the durable-history counters over the run, and nothing when
+// the broker does not export them.
+func TestStreamHistoryCounters(t *testing.T) {
+	url := startBaseline(t)
+	var scrapes atomic.Int64
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := scrapes.Add(1) - 1
+		fmt.Fprintf(w, "# TYPE kraken_history_appended_total counter\nkraken_history_appended_total %d\n", 5+80*n)
+		fmt.Fprintf(w, "kraken_history_dropped_total %d\nkraken_history_errors_total 0\ngo_goroutines 7\n", 2+n)
+	}))
+	t.Cleanup(metrics.Close)
+	r := run(t, Config{URL: url, Scenario: "stream", Topics: 4, Subs: 2, Publishers: 2, Rate: 400,
+		Duration: 200 * time.Millisecond, MetricsURL: metrics.URL})
+	wantEq(t, r, "stream_offered_publishes", 400)
+	wantEq(t, r, "stream_history_appended", 80)
+	wantEq(t, r, "stream_history_dropped", 1)
+	wantEq(t, r, "stream_history_errors", 0)
+	wantPositive(t, r, "stream_history_per_publish")
+
+	none := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "go_goroutines 7")
+	}))
+	t.Cleanup(none.Close)
+	r = run(t, Config{URL: url, Scenario: "stream", Topics: 4, Subs: 2, Publishers: 2, Rate: 400,
+		Duration: 200 * time.Millisecond, MetricsURL: none.URL})
+	if m, ok := r.Metric("stream_history_appended"); ok {
+		t.Errorf("a broker without the history counters: stream_history_appended = %v", m.Value)
+	}
+}
+
 func TestAuthRefused(t *testing.T) {
 	// A server that refuses every token: connect reports errors, not a hang.
 	srv := httptest.NewServer(http.NotFoundHandler())
