@@ -266,14 +266,22 @@ func (h *History) Append(topic, msgID string, data []byte) bool {
 	if !ok && !h.closed {
 		h.held.Add(-size)
 	}
+	closed := h.closed
 	h.mu.RUnlock()
 	if !ok {
 		h.dropped.Add(1)
+		if !closed {
+			h.logFailure("history entries dropped", msg, errBehind)
+		}
 		return false
 	}
 	h.appended.Add(1)
 	return true
 }
+
+// errBehind is why Append drops an entry of an open History.
+var errBehind = errors.New("the history is behind: MaxPending entries or MaxPendingBytes queued " +
+	"(the stream slower than the publishes, or unreachable); publishes are delivered, not kept")
 
 // write publishes the queued entries until Close; at Close it goes on
 // until the queue is empty or Close gives up (abort).

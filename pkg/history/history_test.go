@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
 )
@@ -375,9 +377,12 @@ func TestOpenUpdatesTheBounds(t *testing.T) {
 	}
 }
 
+// Append never waits for a server that is gone: past MaxPending it drops,
+// counts, and logs the drops once per 10 s.
 func TestAppendNeverBlocksWithoutTheServer(t *testing.T) {
 	nc, stop := connect(t)
-	h := open(t, nc, Config{MaxPending: 100})
+	core, logs := observer.New(zap.WarnLevel)
+	h := open(t, nc, Config{MaxPending: 100, Logger: zap.New(core)})
 	h.closeWait = 200 * time.Millisecond
 	stop()
 	deadline := time.Now().Add(5 * time.Second)
@@ -414,6 +419,9 @@ func TestAppendNeverBlocksWithoutTheServer(t *testing.T) {
 	s := h.Stats()
 	if s.Sent != 100 || s.Appended < 100 || s.Appended > 201 || s.Dropped != n-s.Appended || s.Pending != int(s.Appended) {
 		t.Fatalf("stats %+v: want 100 sent, at most 101 more queued or held, the rest dropped", s)
+	}
+	if got := logs.FilterMessage("history entries dropped").Len(); got != 1 {
+		t.Fatalf("%d log lines about the %d drops, want 1 (at most one per 10 s)", got, s.Dropped)
 	}
 	start = time.Now()
 	h.Close()
