@@ -208,8 +208,8 @@ func (w *worker) retryStalled() {
 		}
 		c.wmu.Unlock()
 		if timedOut {
-			w.h.stats.slow[SlowWriteTimeout].Add(1)
 			c.closeWith(disconnect.New(disconnect.SlowConsumer))
+			w.h.stats.slow[SlowWriteTimeout].Add(1) // counted once closing: a reader of the count sees it closed
 		}
 		s.due = now + int64(retryEvery)<<s.shift
 		keep = append(keep, s)
