@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
+	"github.com/NoLagApp/kraken/pkg/resume"
+	"github.com/NoLagApp/kraken/pkg/sessionkv"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -40,6 +45,18 @@ func TestResumeOnAnotherNodeAfterAKill(t *testing.T) {
 			"RESUME_SESSIONS=true")
 	}
 	a, b := node(0, "node-a"), node(1, "node-b")
+	nc, err := nats.Connect(servers[0].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	store, err := sessionkv.Open(ctx, sessionkv.Config{Conn: nc, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	alice := testpeer.Dial(t, b.addr)
 	alice.Auth("dev-token-alice")
 	published := 0
@@ -65,7 +82,7 @@ func TestResumeOnAnotherNodeAfterAKill(t *testing.T) {
 				sub.Send("type", "ack", "msgId", m.Map["msgId"])
 			}
 			if n == 4 {
-				time.Sleep(1200 * time.Millisecond) // a batch of saves went by
+				waitForRecord(t, store, resume.Identity("bob", client)) // a batch of saves went by
 			}
 		}
 		_ = c.cmd.Process.Signal(syscall.SIGKILL)
@@ -100,4 +117,21 @@ func TestResumeOnAnotherNodeAfterAKill(t *testing.T) {
 		}
 		_ = back.Conn.Close()
 	}
+}
+
+// waitForRecord waits up to 10 s until the session store holds a live
+// record of session id with a subscription.
+func waitForRecord(t *testing.T, store *sessionkv.Store, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rec, ok, err := store.Load(ctx, id)
+		cancel()
+		if err == nil && ok && rec.Live && len(rec.Specs) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no live record of session %q within 10 s", id)
 }

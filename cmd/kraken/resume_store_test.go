@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,8 +26,9 @@ func TestResumeAcrossARestart(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "js")
+			admin := "127.0.0.1:" + freePort(t)
 			env := []string{"STORE_BACKEND=jetstream", "STORE_DIR=" + dir, "RESUME_SESSIONS=true"}
-			b := startBroker(t, "", env...)
+			b := startBroker(t, "", append(env, "ADMIN_ADDR="+admin)...)
 			bob := testpeer.Dial(t, b.addr)
 			bob.Auth("dev-token-bob", "clientId", "restart-1")
 			bob.Send("type", "subscribe", "topic", "demo/general/r")
@@ -41,13 +43,16 @@ func TestResumeAcrossARestart(t *testing.T) {
 			publish(alice, 0)
 			m := bob.ExpectFields("type", "message", "data", "m0")
 			bob.Send("type", "ack", "msgId", m.Map["msgId"])
-			time.Sleep(1500 * time.Millisecond) // a batch of saves has written bob's live session
+			waitForMetric(t, admin, "kraken_resume_saved_total{result=\"ok\"}", 1) // bob's live session
 			_ = bob.Conn.Close()
-			time.Sleep(300 * time.Millisecond) // the broker sees the drop
+			waitForMetric(t, admin, "kraken_resume_sessions_parked", 1) // the broker saw the drop
 			for i := 1; i <= 5; i++ {
 				publish(alice, i)
 			}
-			time.Sleep(1500 * time.Millisecond) // stored, and the parked session saved (SIGTERM saves it anyway)
+			waitForMetric(t, admin, "kraken_history_stored_messages", 6)
+			// The parked session is saved within a second (SIGTERM saves it
+			// anyway); without it, after SIGKILL, the live record serves.
+			time.Sleep(1200 * time.Millisecond)
 			_ = b.cmd.Process.Signal(sig)
 			select {
 			case err := <-b.done:
@@ -105,4 +110,25 @@ func readReplay(t *testing.T, p *testpeer.Peer, topic string, logs fmt.Stringer)
 		}
 		got = append(got, f)
 	}
+}
+
+// waitForMetric waits up to 10 s until the admin listener at admin shows
+// the metric line name (with its labels) at least want.
+func waitForMetric(t *testing.T, admin, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		_, body := get(t, "http://"+admin+"/metrics")
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				last = v
+				if f, err := strconv.ParseFloat(v, 64); err == nil && f >= want {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s = %q after 10 s, want at least %v", name, last, want)
 }
