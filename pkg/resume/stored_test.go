@@ -3,6 +3,7 @@ package resume
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +32,9 @@ func jetStream(t *testing.T) *nats.Conn {
 	return nc
 }
 
-// newDurableNode makes the node named id on nc, saving every 50 ms with a
-// position 1 ms behind, stopped when t ends.
-func newDurableNode(t *testing.T, nc *nats.Conn, id string) *durableNode {
+// newDurableNode makes the node named id on nc, saving every 50 ms (or
+// saveEvery) with a position 1 ms behind, stopped when t ends.
+func newDurableNode(t *testing.T, nc *nats.Conn, id string, saveEvery ...time.Duration) *durableNode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -47,8 +48,11 @@ func newDurableNode(t *testing.T, nc *nats.Conn, id string) *durableNode {
 	}
 	n := &durableNode{hist: hist}
 	n.h = hub.New(hub.Config{Workers: 2, OnClose: func(c *hub.Conn) { n.r.Closed(c) }})
-	n.r = New(Config{Store: store, History: hist, Node: id, SaveEvery: 50 * time.Millisecond,
-		PositionLag: time.Millisecond}, n.h)
+	every := 50 * time.Millisecond
+	if len(saveEvery) > 0 {
+		every = saveEvery[0]
+	}
+	n.r = New(Config{Store: store, History: hist, Node: id, SaveEvery: every, PositionLag: time.Millisecond}, n.h)
 	n.h.Start()
 	if err := n.r.StartSaving(); err != nil {
 		t.Fatal(err)
@@ -254,5 +258,72 @@ func TestUnclaimedSessionWritesNoRecord(t *testing.T) {
 	}
 	if st := b.r.Fetch(context.Background(), "s"); st == nil || len(st.Specs) != 1 {
 		t.Fatalf("Fetch after B's close = %+v, want A's session", st)
+	}
+}
+
+// The saves run beside everything else a session does, with the race
+// detector on: many goroutines attach, subscribe, get deliveries (kept by
+// their tap), ack, close and park, are taken over by the other node, while
+// both nodes save every millisecond (reading each connection's Progress
+// under the registry's mutex). A lock-order inversion hangs it, a data
+// race fails it; at the end every session that is still live has a record.
+func TestSavesUnderConcurrentSessions(t *testing.T) {
+	nc := jetStream(t)
+	a, b := newDurableNode(t, nc, "node-a", time.Millisecond), newDurableNode(t, nc, "node-b", time.Millisecond)
+	const goroutines, rounds = 16, 40
+	done := make(chan struct{})
+	go func() { // publishers: deliveries to the tapped connections
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for g := range goroutines {
+				publish(a.h, fmt.Sprint("app/k", g), fmt.Sprint("m", time.Now().UnixNano()))
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprint("app/k", g)
+			for i := range rounds {
+				id := fmt.Sprint("s", g, "-", i%4)
+				c := a.h.Register(nullTransport{})
+				c.SetPhase(hub.PhaseAuthed)
+				if _, ok := a.r.Attach(c, id, i%2 == 1, time.Minute); !ok {
+					a.h.Closed(c)
+					continue
+				}
+				spec := &hub.SubSpec{Pattern: "k", Key: key, QoS: 1}
+				a.h.Subscribe(c, spec)
+				a.r.Subscribed(c, spec)
+				a.h.Run(c, (*hub.Conn).StartTap)
+				time.Sleep(time.Duration(i%3) * time.Millisecond)
+				c.TapAck(fmt.Sprint("m", i))
+				switch i % 5 {
+				case 0:
+					b.r.Fetch(context.Background(), id) // takes it over from A
+				case 1:
+					b.r.Claim(context.Background(), id)
+				}
+				a.h.Closed(c)
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	// One live session saved after all that.
+	a.subscriber(t, "last", "app/last")
+	waitUntil(t, func() bool {
+		st := b.r.Fetch(context.Background(), "last")
+		return st != nil && len(st.Specs) == 1
+	})
+	if a.r.Stats().SaveErrors != 0 || b.r.Stats().SaveErrors != 0 {
+		t.Fatalf("save errors: A %d, B %d", a.r.Stats().SaveErrors, b.r.Stats().SaveErrors)
 	}
 }
