@@ -116,19 +116,8 @@ func (c *Config) setDefaults() {
 // Stream returns the JetStream stream name of the history of prefix:
 // "KRAKEN_HISTORY" for the default prefix "kraken" (and ""); otherwise the
 // prefix with every byte outside [A-Za-z0-9_-] replaced by '_', then
-// "_HISTORY" (the rule of natsbroker.RetainedStream).
-func Stream(prefix string) string {
-	if prefix == "" || prefix == DefaultPrefix {
-		return "KRAKEN_HISTORY"
-	}
-	b := []byte(prefix)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b) + "_HISTORY"
-}
+// "_HISTORY" (natssubject.StoreName).
+func Stream(prefix string) string { return natssubject.StoreName(prefix, "HISTORY") }
 
 // History is the message history of a cluster: one JetStream stream (file
 // storage) in which every topic's entries are kept, in one sequence, within

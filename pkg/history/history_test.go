@@ -263,10 +263,11 @@ func TestMaxMsgsPerTopicAtTheFrontIsReported(t *testing.T) {
 	}
 }
 
-func TestMaxAgeIsReported(t *testing.T) {
-	nc, _ := connect(t)
-	h := open(t, nc, Config{MaxAge: time.Second})
-	for i := 0; i < 5; i++ {
+// appendAndAgeOut appends n entries to a/b and waits until the stream's
+// MaxAge has removed every entry.
+func appendAndAgeOut(t *testing.T, h *History, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
 		h.Append("a/b", "", []byte("old"))
 	}
 	settle(t, h)
@@ -284,6 +285,12 @@ func TestMaxAgeIsReported(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestMaxAgeIsReported(t *testing.T) {
+	nc, _ := connect(t)
+	h := open(t, nc, Config{MaxAge: time.Second})
+	appendAndAgeOut(t, h, 5)
 	entries, res := read(t, h, []string{"a/b"}, 0, 100)
 	if len(entries) != 0 || res.Complete || res.Reason != ReasonLimit || res.Lost != -1 || res.Last != 5 {
 		t.Fatalf("empty stream: %d entries, %+v", len(entries), res)

@@ -137,3 +137,21 @@ func Unhex(c byte) int {
 	}
 	return -1
 }
+
+// StoreName returns the name of a JetStream stream or key-value bucket of
+// kind (e.g. "HISTORY", "SESSIONS", "RETAINED") for the subject prefix
+// prefix: "KRAKEN_<kind>" for the default prefix "kraken" (and ""),
+// otherwise prefix with every byte outside [A-Za-z0-9_-] replaced by '_',
+// then "_<kind>". JetStream names allow no '.', '*', '>' or space.
+func StoreName(prefix, kind string) string {
+	if prefix == "" || prefix == "kraken" {
+		return "KRAKEN_" + kind
+	}
+	b := []byte(prefix)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b) + "_" + kind
+}

@@ -112,3 +112,18 @@ func TestSubjectMatchingAgreesWithTopicMatch(t *testing.T) {
 		}
 	}
 }
+
+// StoreName is the one naming rule of kraken's JetStream streams and
+// buckets: the default prefix gives KRAKEN_<kind>; others are made safe.
+func TestStoreName(t *testing.T) {
+	for _, tt := range []struct{ prefix, kind, want string }{
+		{"", "HISTORY", "KRAKEN_HISTORY"},
+		{"kraken", "SESSIONS", "KRAKEN_SESSIONS"},
+		{"acme.eu-1", "RETAINED", "acme_eu-1_RETAINED"},
+		{"a b*>", "HISTORY", "a_b___HISTORY"},
+	} {
+		if got := StoreName(tt.prefix, tt.kind); got != tt.want {
+			t.Errorf("StoreName(%q, %q) = %q, want %q", tt.prefix, tt.kind, got, tt.want)
+		}
+	}
+}

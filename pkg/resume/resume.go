@@ -56,8 +56,9 @@ type Config struct {
 	// names this node there, the live sessions that changed and those
 	// parked are written every SaveEvery (default DefaultSaveEvery) with
 	// positions PositionLag (DefaultPositionLag) behind, a live session
-	// unchanged is written again every Refresh (default a third of Expiry)
-	// so its record outlives a sudden end of this node by its expiry, and
+	// unchanged is written again every Refresh (0: a third of its own
+	// expiry, a token's included) so its record outlives a sudden end of
+	// this node by its expiry, and
 	// a session resumed from the Store is replayed from History.
 	Store       Store
 	History     History
@@ -95,10 +96,10 @@ type Parked struct {
 	t       *transport
 	reason  string // set for a session taken over from a live connection: nothing kept
 	seq     uint64 // its parking (fifo)
-	// Position is where its client had got when its connection closed:
+	// position is where its client had got when its connection closed:
 	// every message accepted before it was delivered and, if it asks
-	// for acks, acked (stored.go).
-	Position time.Time
+	// for acks, acked (stored.go; zero without a Store).
+	position time.Time
 }
 
 // parking is a Parked's place in the fifo. It names the session rather than
@@ -164,8 +165,8 @@ type Stats struct {
 	// member of the group on this node.
 	GivenBack, Lost uint64
 	// Saved counts the session records written to Config.Store,
-	// SaveErrors the batches it refused, and TakenOver the sessions of
-	// this node that a reconnect resumed on another.
+	// SaveErrors the records of the batches it refused, and TakenOver the
+	// sessions of this node that a reconnect resumed on another.
 	Saved, SaveErrors, TakenOver uint64
 }
 
@@ -176,17 +177,10 @@ var ReplayResults = [numReplayResults]string{"complete", ReasonExpired, ReasonTa
 // CountReplay counts one replay sent with reason ("" for complete).
 func (r *Registry) CountReplay(reason string) {
 	i := replayComplete
-	switch reason {
-	case ReasonExpired:
-		i = replayExpired
-	case ReasonTakenOver:
-		i = replayTakenOver
-	case ReasonOverflow:
-		i = replayOverflow
-	case history.ReasonLimit:
-		i = replayHistoryLimit
-	case ReasonUnavailable:
-		i = replayUnavailable
+	for k, name := range ReplayResults {
+		if k != replayComplete && name == reason {
+			i = k
+		}
 	}
 	r.stats.replays[i].Add(1)
 }
@@ -223,9 +217,6 @@ func New(cfg Config, h *hub.Hub) *Registry {
 	}
 	if cfg.PositionLag <= 0 {
 		cfg.PositionLag = DefaultPositionLag
-	}
-	if cfg.Refresh <= 0 {
-		cfg.Refresh = cfg.Expiry / 3
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -454,7 +445,7 @@ func (r *Registry) Closed(c *hub.Conn) (parkedConn bool) {
 	// hub's sweep then closes it and Closed lets go of it.
 	pc.Touch(time.Now().Add(l.expiry).UnixNano() - int64(r.cfg.IdleTimeout))
 	r.seq++
-	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t, seq: r.seq, Position: l.durable.pos}
+	pk := &Parked{ID: l.ID, Specs: l.specs, conn: pc, expires: expires, t: t, seq: r.seq, position: l.durable.pos}
 	r.parked[l.ID] = pk
 	r.fifo = append(r.fifo, parking{id: l.ID, seq: r.seq, expires: expires})
 	return false

@@ -197,7 +197,11 @@ func (r *Registry) saveOnce(ctx context.Context) {
 			continue
 		}
 		pos, sent := r.positionAt(lc.c, d, now)
-		if !d.savedAt.IsZero() && sent == d.sent && now.Sub(d.savedAt) < r.cfg.Refresh {
+		refresh := r.cfg.Refresh
+		if refresh <= 0 {
+			refresh = lc.l.expiry / 3
+		}
+		if !d.savedAt.IsZero() && sent == d.sent && now.Sub(d.savedAt) < refresh {
 			r.mu.Unlock()
 			continue
 		}
@@ -307,6 +311,10 @@ func (r *Registry) Fetch(ctx context.Context, id string) *Stored {
 	}
 	return st
 }
+
+// Durable reports whether the registry keeps its sessions in a Store
+// (Config.Store): without one, Fetch and Claim have nothing to ask.
+func (r *Registry) Durable() bool { return r.cfg.Store != nil }
 
 // Unclaimed stops the saves of c's session: its record in the Store could
 // not be read (Fetch said ReasonUnavailable), so another node may hold it,

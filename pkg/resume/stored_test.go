@@ -366,3 +366,18 @@ func BenchmarkSavePass(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/sessions, "ns/session")
 }
+
+// An idle live session is saved again within a third of its own expiry (a
+// token's shorter one included), so its record outlives a sudden end of
+// its node by that expiry.
+func TestIdleSessionIsSavedAgainWithinAThirdOfItsExpiry(t *testing.T) {
+	nc := jetStream(t)
+	a := newDurableNode(t, nc, "node-a", 10*time.Millisecond)
+	c := a.h.Register(nullTransport{})
+	c.SetPhase(hub.PhaseAuthed)
+	a.r.Attach(c, "short", false, 300*time.Millisecond) // the registry's Expiry is the default 120 s
+	a.r.Subscribed(c, &hub.SubSpec{Pattern: "k", Key: "app/k", QoS: 1})
+	waitUntil(t, func() bool { return a.r.Stats().Saved >= 1 })
+	first := a.r.Stats().Saved
+	waitUntil(t, func() bool { return a.r.Stats().Saved >= first+2 }) // two refreshes, nothing written to it
+}

@@ -211,7 +211,7 @@ const (
 // Replay returns at once.
 func (r *Registry) Replay(c *hub.Conn, pk *Parked, write func(c *hub.Conn, missed []Missed, gap Gap)) {
 	h := r.h
-	r.Pin(c, pk.Position)
+	r.Pin(c, pk.position)
 	h.Run(c, func(c *hub.Conn) { c.HoldDeliveries() })
 	for i := range pk.Specs {
 		s := pk.Specs[i]

@@ -117,6 +117,9 @@ func (p *Protocol) attachSession(st *State, g *auth.Grant, cmd *wire.Command, re
 // claimStored asks the node's Store whether a fresh connect may make
 // session id its own (resume.Registry.Claim), within c's call.
 func (p *Protocol) claimStored(c *hub.Conn, id string) bool {
+	if !p.resume.Durable() {
+		return true
+	}
 	ctx, cancel := p.calls.start(c, authTimeout)
 	defer p.calls.end(c, ctx, cancel)
 	return p.resume.Claim(ctx, id)
@@ -125,6 +128,9 @@ func (p *Protocol) claimStored(c *hub.Conn, id string) bool {
 // fetchStored looks the session id up in the node's Store (resume.Fetch)
 // within the connection's call, cancelled if c closes or the node stops.
 func (p *Protocol) fetchStored(c *hub.Conn, id string) *resume.Stored {
+	if !p.resume.Durable() {
+		return nil
+	}
 	ctx, cancel := p.calls.start(c, authTimeout)
 	defer p.calls.end(c, ctx, cancel)
 	return p.resume.Fetch(ctx, id)

@@ -122,18 +122,7 @@ func (c *Config) setDefaults() {
 // Bucket returns the key-value bucket name of prefix: "KRAKEN_SESSIONS"
 // for the default prefix "kraken" (and ""); otherwise the prefix with
 // every byte outside [A-Za-z0-9_-] replaced by '_', then "_SESSIONS".
-func Bucket(prefix string) string {
-	if prefix == "" || prefix == DefaultPrefix {
-		return "KRAKEN_SESSIONS"
-	}
-	b := []byte(prefix)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b) + "_SESSIONS"
-}
+func Bucket(prefix string) string { return natssubject.StoreName(prefix, "SESSIONS") }
 
 // Key returns the bucket key of the session id: the lower-case hex
 // SHA-256 of its bytes (64 characters).

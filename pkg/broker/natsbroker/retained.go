@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/natssubject"
 )
 
 // Retained messages are the JetStream stream RetainedStream(Prefix) on the
@@ -85,18 +87,7 @@ const recaptureHeader = "Kraken-Recapture"
 // Prefixes that map to the same name (say "a.b" and "a_b", or "KRAKEN" and
 // the default) would share one stream: give clusters on one NATS system
 // prefixes that differ after the mapping.
-func RetainedStream(prefix string) string {
-	if prefix == "" || prefix == "kraken" {
-		return "KRAKEN_RETAINED"
-	}
-	b := []byte(prefix)
-	for i, c := range b {
-		if !plainKeyByte(c) {
-			b[i] = '_'
-		}
-	}
-	return string(b) + "_RETAINED"
-}
+func RetainedStream(prefix string) string { return natssubject.StoreName(prefix, "RETAINED") }
 
 // retention is a node's following of the retained messages.
 type retention struct {
