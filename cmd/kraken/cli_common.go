@@ -183,6 +183,8 @@ func requestError(what, topic string, err error) error {
 	switch {
 	case (e.Err == "unknown_topic" || e.Err == "not_authorized") && e.Hint == "":
 		msg += " (the topic is outside this token's grants)"
+	case e.Err == "rate_limit_exceeded" && e.Limit != 0:
+		msg += fmt.Sprintf(" (this connection may publish %d messages a second: the token's rateLimit, else the broker's RATE_LIMIT; publish more slowly with --rate)", e.Limit)
 	case e.Err == "rate_limit_exceeded":
 		msg += " (publish more slowly with --rate)"
 	case e.Err == "message_too_large":

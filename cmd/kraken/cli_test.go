@@ -341,3 +341,19 @@ func TestCLIPresence(t *testing.T) {
 		t.Fatalf("output %q (%v)", out, err)
 	}
 }
+
+// TestCLIRateLimitSaysTheLimit: a publish refused for the rate says the
+// limit the broker measured it against and which settings give it
+// (docs/protocol.md "Refusals": the 42910 frame's limit field).
+func TestCLIRateLimitSaysTheLimit(t *testing.T) {
+	e := newCLIEnv(t) // examples/auth.json: alice's rateLimit is 50
+	code, _, stderr := e.run(nil, "pub", "--token", "dev-token-alice", "--count", "200", "--rate", "1000", "demo/general/messages", "1")
+	for _, w := range []string{"rate_limit_exceeded (42910)", "may publish 50 messages a second", "RATE_LIMIT", "rateLimit", "--rate"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q lacks %q", stderr, w)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}

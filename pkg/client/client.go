@@ -688,7 +688,8 @@ func (c *Client) onSubscribed(f *inFrame) {
 // subscribe or setFilters. Anything else goes to OnError.
 func (c *Client) onErrorFrame(f *inFrame) {
 	e := &Error{Code: f.code, Err: f.errStr, Hint: f.hint, Detail: f.detail, Topic: f.topic,
-		MsgRef: f.msgRef, LobbyID: f.lobbyID, MaxSizeBytes: f.maxSizeBytes}
+		MsgRef: f.msgRef, LobbyID: f.lobbyID, MaxSizeBytes: f.maxSizeBytes,
+		Limit: f.limit, RetryAfterMs: f.retryAfterMs}
 	c.mu.Lock()
 	if f.msgRef != "" {
 		if ch := c.pubW[f.msgRef]; ch != nil {

@@ -30,6 +30,15 @@ type Error struct {
 	LobbyID string
 	// MaxSizeBytes is the data size limit of message_too_large.
 	MaxSizeBytes int
+	// Limit is the publishes per second a rate_limit_exceeded refusal was
+	// measured against (the token's rateLimit, else the broker's
+	// RATE_LIMIT); 0 when the broker sent none (docs/protocol.md
+	// "Refusals").
+	Limit int
+	// RetryAfterMs is how many milliseconds to wait before publishing
+	// again, from a rate_limit_exceeded refusal; 0 when the broker sent
+	// none.
+	RetryAfterMs int
 }
 
 // Error renders the error for people, e.g.
@@ -58,6 +67,12 @@ func (e *Error) Error() string {
 	}
 	if e.MaxSizeBytes != 0 {
 		fmt.Fprintf(&b, " (max %d bytes)", e.MaxSizeBytes)
+	}
+	if e.Limit != 0 {
+		fmt.Fprintf(&b, " (limit %d publishes/s per connection)", e.Limit)
+	}
+	if e.RetryAfterMs != 0 {
+		fmt.Fprintf(&b, " (retry after %d ms)", e.RetryAfterMs)
 	}
 	return b.String()
 }

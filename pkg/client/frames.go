@@ -21,6 +21,7 @@ type inFrame struct {
 	hasTimestamp                        bool
 	success, loadBalance                bool
 	code, protocolVersion, maxSizeBytes int
+	limit, retryAfterMs                 int
 	errStr, hint, detail, msgRef        string
 	actorTokenID, projectID, actorType  string
 	restored                            []byte
@@ -89,6 +90,12 @@ func parseFrame(b []byte) (*inFrame, error) {
 		case "maxSizeBytes":
 			m, _ := number(v)
 			f.maxSizeBytes = int(m)
+		case "limit":
+			m, _ := number(v)
+			f.limit = int(m)
+		case "retryAfterMs":
+			m, _ := number(v)
+			f.retryAfterMs = int(m)
 		case "error":
 			f.errStr, _ = str(v)
 		case "hint":

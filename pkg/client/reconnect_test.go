@@ -296,10 +296,11 @@ func TestFakePublishFrames(t *testing.T) {
 
 	res = async(func() error { return c.Publish(context.Background(), "demo/general/a", "x", client.WithFilter("f")) })
 	m = fc.expect("publish", "echo", true, "qos", 1, "filter", "f", "retain", nil)
-	fc.send("type", "error", "code", 42910, "error", "rate_limit_exceeded", "topic", "demo/general/a", "msgRef", m["msgRef"])
+	fc.send("type", "error", "code", 42910, "error", "rate_limit_exceeded", "topic", "demo/general/a", "msgRef", m["msgRef"], "limit", 50, "retryAfterMs", 412)
 	var ce *client.Error
-	if err := recv(t, res); !errors.As(err, &ce) || ce.Code != 42910 || ce.MsgRef != m["msgRef"] || !errors.Is(err, client.ErrRateLimited) {
-		t.Fatalf("publish error %v", err)
+	if err := recv(t, res); !errors.As(err, &ce) || ce.Code != 42910 || ce.MsgRef != m["msgRef"] || !errors.Is(err, client.ErrRateLimited) ||
+		ce.Limit != 50 || ce.RetryAfterMs != 412 || !strings.Contains(err.Error(), "limit 50 publishes/s") {
+		t.Fatalf("publish error %v (%+v)", err, ce)
 	}
 
 	if err := c.Emit("demo/general/a", map[string]int{"n": 1}); err != nil {
