@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/NoLagApp/kraken/pkg/config"
+	"github.com/NoLagApp/kraken/pkg/durable"
 	"github.com/NoLagApp/kraken/pkg/history"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/node"
@@ -49,6 +50,7 @@ var errStoreDir = errors.New("STORE_DIR")
 // and its in-process connection.
 type historyBackend struct {
 	h        *history.History
+	groups   *durable.Groups         // the durable load-balanced groups it feeds
 	sessions *sessionkv.Store        // the resumable sessions, on the same connection
 	embedded *history.EmbeddedServer // nil with BROKER_BACKEND=nats
 	lock     *os.File                // STORE_DIR's lock, held while the embedded server runs
@@ -125,6 +127,7 @@ func openHistory(cfg config.Config, nodeID string, log *zap.Logger) (*historyBac
 		return nil, err
 	}
 	b.h, b.sessions, b.okAt = h, ss, time.Now()
+	b.groups = durable.New(durable.Config{History: h, Logger: log.Named("durable")})
 	pctx, stop := context.WithCancel(context.Background())
 	b.stop = stop
 	b.probed.Add(1)
@@ -260,6 +263,7 @@ func (b *historyBackend) close() {
 	}
 	b.stop()
 	b.probed.Wait()
+	b.groups.Close() // what members had not acked goes back to the other nodes' at once
 	b.sessions.Close()
 	b.h.Close()
 	b.closeConn()
@@ -281,6 +285,15 @@ func (b *historyBackend) sessionStore() resume.Store {
 		return nil
 	}
 	return b.sessions
+}
+
+// durableGroups is what session.Config.Durable takes: nil (an untyped
+// nil interface: no group is durable) when b is nil.
+func (b *historyBackend) durableGroups() session.DurableGroups {
+	if b == nil {
+		return nil
+	}
+	return b.groups
 }
 
 // sessionHistory is what session.Config.History takes: nil (an untyped

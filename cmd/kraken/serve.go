@@ -121,6 +121,8 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 			RecordMessages:  cfg.RecordMessages,
 			Store:           msgStore,
 			History:         hist.sessionHistory(),
+			Durable:         hist.durableGroups(),
+			DurableAll:      cfg.DurableGroups,
 			Broker:          fanout,
 			NodeID:          nodeID,
 			RateLimit:       cfg.RateLimit,

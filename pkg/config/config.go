@@ -252,8 +252,13 @@ type Config struct {
 	// long a dropped session is kept, ResumeMaxBytes (RESUME_MAX_BYTES,
 	// 1 MiB) bounds its missed messages and ResumeMaxSessions
 	// (RESUME_MAX_SESSIONS, 100000) the sessions kept.
-	ResumeSessions    bool
-	ResumeExpiry      time.Duration
+	ResumeSessions bool
+	ResumeExpiry   time.Duration
+	// DurableGroups makes every load-balanced group on an exact topic
+	// durable with STORE_BACKEND=jetstream (DURABLE_GROUPS, false; a
+	// token's persistentSession does it for its own groups; decisions.md
+	// OQ-74).
+	DurableGroups     bool
 	ResumeMaxBytes    int
 	ResumeMaxSessions int
 	// RetainTTL is how long a retained message is kept (RETAIN_TTL_SECONDS,

@@ -129,6 +129,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"DRAIN_SECONDS", "0", func(c Config) bool { return c.DrainTimeout == 0 }},
 		{"STORE_TTL_SECONDS", "60", func(c Config) bool { return c.StoreTTL == time.Minute }},
 		{"RESUME_SESSIONS", "true", func(c Config) bool { return c.ResumeSessions }},
+		{"DURABLE_GROUPS", "true", func(c Config) bool { return c.DurableGroups }},
 		{"RESUME_EXPIRY_SECONDS", "30", func(c Config) bool { return c.ResumeExpiry == 30*time.Second }},
 		{"RESUME_MAX_BYTES", "4096", func(c Config) bool { return c.ResumeMaxBytes == 4096 }},
 		{"RESUME_MAX_SESSIONS", "10", func(c Config) bool { return c.ResumeMaxSessions == 10 }},

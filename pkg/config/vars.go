@@ -201,6 +201,8 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.StoreTTL }, 1),
 	intSetting("STORE_MAX_MESSAGES", "10000", "stored messages kept before the oldest are pruned",
 		func(c *Config) *int { return &c.StoreMaxMessages }, 1, maxCount),
+	boolSetting("DURABLE_GROUPS", "false", "with STORE_BACKEND=jetstream, make every load-balanced group on an exact topic durable: its messages kept while no member is connected and handed out once across nodes (tokens with persistentSession make their groups durable either way) (true or false)",
+		func(c *Config) *bool { return &c.DurableGroups }),
 	boolSetting("RESUME_SESSIONS", "false", "keep a dropped connection's subscriptions and missed messages for a reconnect with reconnect:true (true or false)",
 		func(c *Config) *bool { return &c.ResumeSessions }),
 	secondsSetting("RESUME_EXPIRY_SECONDS", "120", "keep a dropped resumable session this many seconds (a token may set its own)",

@@ -15,7 +15,7 @@ func TestGroupPickRoundRobinSkipsRefusingMembers(t *testing.T) {
 			t.Fatalf("add #%d created=%v", i, created)
 		}
 	}
-	g := gs.byID[groupID("g", "k")]
+	g := gs.byID[groupID("g", "k", false)]
 	tests := []struct {
 		filter string
 		skip   *Conn

@@ -76,6 +76,15 @@ type Config struct {
 	// must not block. nil means nobody listens.
 	OnInterest      func(key string, wildcard bool, delta int)
 	OnGroupInterest func(group, key string, wildcard bool, delta int)
+	// OnDurableInterest is told, on the group's worker, when a durable
+	// group (SubSpec.Durable) gains its first member here (delta +1) or
+	// loses its last (-1): the store's feed of the group (pkg/durable)
+	// starts or stops. With +1, ready must be called once, from any
+	// goroutine, when the group's messages will reach it (Hub.DeliverDurable);
+	// the members that joined meanwhile get their `subscribed` then. With
+	// -1, ready is nil. It must not block. nil: a durable group gets no
+	// message and its members are confirmed at once.
+	OnDurableInterest func(group, key string, delta int, ready func())
 	// InterestReady, when not nil, is called on a worker right after
 	// OnInterest (group "") or OnGroupInterest gave it its first
 	// reference to a key; the subscription's reply and retained messages
@@ -417,12 +426,34 @@ func (h *Hub) Redeliver(p *Publication, name, key string, done func(delivered bo
 	w := h.groupWorker(name)
 	w.post(op{kind: opRun, fn: func(*Conn) {
 		ok := false
-		if g := w.grp.byID[groupID(name, key)]; g != nil {
-			ok = w.deliverGroup(p, g)
+		if g := w.grp.byID[groupID(name, key, false)]; g != nil {
+			ok = w.deliverGroup(p, g) != nil
 		}
 		if done != nil {
 			done(ok)
 		}
+	}})
+}
+
+// DeliverDurable delivers p, a message of the durable group name on key
+// (SubSpec.Durable) that the store handed to this node, to the group's
+// next member here that accepts it, on the group's worker, and then calls
+// done there with that member's connection, or with nil when the group
+// has no such member here (any more). p is marked Durable: no resumable
+// session's tap keeps it, the store redelivers it instead. done must not
+// block.
+func (h *Hub) DeliverDurable(p *Publication, name, key string, done func(c *Conn)) {
+	p.Durable = true
+	h.forms.build(p)
+	w := h.groupWorker(name)
+	w.post(op{kind: opRun, fn: func(*Conn) {
+		var c *Conn
+		if g := w.grp.byID[groupID(name, key, true)]; g != nil {
+			if m := w.deliverGroup(p, g); m != nil {
+				c = m.c
+			}
+		}
+		done(c)
 	}})
 }
 

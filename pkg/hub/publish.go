@@ -49,6 +49,10 @@ type Publication struct {
 	// StoreOnly updates the retained store and delivers nothing: the copy of
 	// another node's retained publish that every node follows.
 	StoreOnly bool
+	// Durable marks a durable group's message from the store
+	// (Hub.DeliverDurable): the store, not a resumable session's tap,
+	// keeps it until its member acknowledges it.
+	Durable bool
 
 	// forms is the frames built at publication (forms.build); set once,
 	// before any worker reads it.
@@ -185,7 +189,7 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 		c.held.add(p, display, wildcard)
 		return
 	}
-	if t := c.tap.Load(); t != nil && !t.off {
+	if t := c.tap.Load(); t != nil && !t.off && !p.Durable {
 		c.tapDelivery(t, p, display, wildcard, w.now())
 	}
 	f := w.frames.get(p, c, display, wildcard)
@@ -195,22 +199,22 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 }
 
 // deliverGroup delivers p to the next member of g that accepts it, and
-// reports whether there was one.
-func (w *worker) deliverGroup(p *Publication, g *group) bool {
+// returns it (nil when there was none).
+func (w *worker) deliverGroup(p *Publication, g *group) *member {
 	var skip *Conn
 	if !p.Echo {
 		skip = p.Origin
 	}
 	m := g.pick(p.Filter, skip)
 	if m == nil {
-		return false
+		return nil
 	}
 	if m.c.w != w {
 		// The member's connection belongs to another worker, which alone
 		// writes its held deliveries and tap: hand the delivery over.
 		m.c.w.post(op{kind: opDeliver, c: m.c, pub: p, pattern: m.pattern, wild: m.wild})
-		return true
+		return m
 	}
 	w.deliver(p, m.c, m.pattern, m.wild, true)
-	return true
+	return m
 }

@@ -45,7 +45,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	}
 	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
 		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, marked: spec.marked,
-		noRetained: spec.NoRetained}
+		noRetained: spec.NoRetained, durable: s.durable}
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
 }
 
@@ -164,6 +164,7 @@ type Subscription struct {
 	QoS         uint8
 	LoadBalance bool
 	Group       string
+	Durable     bool // a durable group's member (SubSpec.Durable)
 }
 
 // Subscriptions lists c's subscriptions. Call it only from Hub.Run.
@@ -172,7 +173,7 @@ func (c *Conn) Subscriptions() []Subscription {
 	out := make([]Subscription, 0, c.nsubs)
 	for s := c.subs; s != nil; s = s.next {
 		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters,
-			QoS: s.qos, LoadBalance: s.lb, Group: s.group})
+			QoS: s.qos, LoadBalance: s.lb, Group: s.group, Durable: s.durable})
 	}
 	return out
 }

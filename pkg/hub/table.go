@@ -20,6 +20,13 @@ type SubSpec struct {
 	// member of the group, round-robin (§6.8, OQ-34).
 	LoadBalance bool
 	Group       string
+	// Durable makes a load-balanced subscription to an exact key a member
+	// of its group's durable form: a group kept in the durable history
+	// (Config.OnDurableInterest), which no publication reaches through
+	// the hub, only DeliverDurable (decisions.md OQ-74). A group's durable
+	// and plain forms are two groups. Ignored without LoadBalance or with
+	// Wildcard.
+	Durable bool
 	// NoRetained skips the retained messages a new subscription is sent
 	// (§6.7): a parked session's subscription (Conn.Adopt) collects only
 	// what is published after it.
@@ -48,17 +55,19 @@ type sub struct {
 	qos      uint8
 	wildcard bool
 	lb       bool
+	durable  bool
 }
 
 func newSub(c *Conn, spec *SubSpec) *sub {
 	return &sub{c: c, pattern: spec.Pattern, key: spec.Key, filters: spec.Filters, group: spec.Group,
-		qos: spec.QoS, wildcard: spec.Wildcard, lb: spec.LoadBalance}
+		qos: spec.QoS, wildcard: spec.Wildcard, lb: spec.LoadBalance,
+		durable: spec.LoadBalance && spec.Durable && !spec.Wildcard}
 }
 
 // spec rebuilds the subscription's SubSpec (without reply frames).
 func (s *sub) spec() SubSpec {
 	return SubSpec{Pattern: s.pattern, Key: s.key, Wildcard: s.wildcard, Filters: s.filters,
-		QoS: s.qos, LoadBalance: s.lb, Group: s.group}
+		QoS: s.qos, LoadBalance: s.lb, Group: s.group, Durable: s.durable}
 }
 
 func (s *sub) accepts(filter string) bool { return acceptsFilter(s.filters, filter) }

@@ -260,38 +260,22 @@ func (w *worker) handle(o *op) {
 	case opRun:
 		o.fn(o.c)
 	case opMemberAdd:
-		m := o.member
-		created := w.grp.add(m)
-		if created {
-			w.gain(m.key, m.wild)
-			w.h.stats.groups.Add(1)
-			if f := w.h.cfg.OnGroupInterest; f != nil {
-				f(m.group, m.key, m.wild, 1)
-			}
-		}
-		if m.marked {
-			w.settle(m.key, m.wild)
-		}
-		confirm := func() {
-			if m.reply != nil {
-				w.answer(m.c, m.ticket, m.reply)
-			}
-			if !m.noRetained && m.g != nil {
-				w.sendRetained(m.c, m.pattern, m.key, m.wild, m.filters, 0)
-			}
-		}
-		if created && w.h.cfg.InterestReady != nil {
-			w.afterInterest(m.group, m.key, m.wild, confirm)
-		} else {
-			confirm()
-		}
+		w.addMember(o.member)
 	case opMemberRemove:
-		if w.grp.remove(o.member) {
-			w.lose(o.member.key, o.member.wild)
-			w.h.stats.groups.Add(-1)
-			if f := w.h.cfg.OnGroupInterest; f != nil {
-				f(o.member.group, o.member.key, o.member.wild, -1)
+		m := o.member
+		if !w.grp.remove(m) {
+			return
+		}
+		w.h.stats.groups.Add(-1)
+		if m.durable {
+			if f := w.h.cfg.OnDurableInterest; f != nil {
+				f(m.group, m.key, -1, nil)
 			}
+			return
+		}
+		w.lose(m.key, m.wild)
+		if f := w.h.cfg.OnGroupInterest; f != nil {
+			f(m.group, m.key, m.wild, -1)
 		}
 	}
 }

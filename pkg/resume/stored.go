@@ -233,7 +233,7 @@ func (r *Registry) recordLocked(l *Live, live bool, pos, now time.Time) sessionk
 		Specs: make([]sessionkv.Spec, len(l.specs))}
 	for i, s := range l.specs {
 		rec.Specs[i] = sessionkv.Spec{Pattern: s.Pattern, Key: s.Key, Wildcard: s.Wildcard, Filters: s.Filters,
-			QoS: s.QoS, LoadBalance: s.LoadBalance, Group: s.Group}
+			QoS: s.QoS, LoadBalance: s.LoadBalance, Group: s.Group, Durable: s.Durable}
 	}
 	return rec
 }
@@ -307,7 +307,7 @@ func (r *Registry) Fetch(ctx context.Context, id string) *Stored {
 	st := &Stored{ID: id, Position: rec.Position}
 	for _, s := range rec.Specs {
 		st.Specs = append(st.Specs, Spec{Pattern: s.Pattern, Key: s.Key, Wildcard: s.Wildcard, Filters: s.Filters,
-			QoS: s.QoS, LoadBalance: s.LoadBalance, Group: s.Group})
+			QoS: s.QoS, LoadBalance: s.LoadBalance, Group: s.Group, Durable: s.Durable})
 	}
 	return st
 }

@@ -145,6 +145,7 @@ func (p *Protocol) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 		if a.LoadBalance {
 			spec.LoadBalance = true
 			spec.Group = groupName(g, res.AppID, a.LoadBalanceGroup)
+			spec.Durable = p.durable(g, spec)
 		}
 		specs = append(specs, spec)
 		restored = append(restored, wire.Restored{Name: a.Pattern, LoadBalance: a.LoadBalance,

@@ -37,6 +37,13 @@ type Config struct {
 	// pkg/history; decisions.md OQ-72); nil keeps nothing and costs the
 	// publish path nothing. See History for what each entry holds.
 	History History
+	// Durable feeds the durable load-balanced groups from the history
+	// (pkg/durable, decisions.md OQ-74); nil makes no group durable.
+	// DurableAll makes every load-balanced group on an exact topic durable
+	// (DURABLE_GROUPS=true); otherwise only the groups a member whose token
+	// has persistentSession joins are (wire-reference.md §6.6).
+	Durable    DurableGroups
+	DurableAll bool
 	// Broker carries accepted publishes to the other nodes and brings
 	// theirs in; nil means a single node (local.Broker).
 	Broker broker.Broker
@@ -178,6 +185,9 @@ func (p *Protocol) HubConfig(hc hub.Config) hub.Config {
 	hc.OnClose = p.closed
 	hc.OnClosing = p.calls.closing
 	hc.OnTooManySubscriptions = p.tooManySubscriptions
+	if p.cfg.Durable != nil {
+		hc.OnDurableInterest = p.cfg.Durable.Interest
+	}
 	if p.multi {
 		hc.OnInterest = p.cfg.Broker.Interest
 		hc.OnGroupInterest = p.cfg.Broker.GroupInterest
@@ -206,6 +216,9 @@ func (p *Protocol) Attach(h *hub.Hub, r *resume.Registry) {
 	p.hub, p.resume = h, r
 	if n, ok := p.cfg.Auth.(auth.Notifier); ok {
 		n.OnChange(h.RevalidateAll)
+	}
+	if p.cfg.Durable != nil {
+		p.cfg.Durable.Attach(h)
 	}
 }
 

@@ -195,5 +195,8 @@ func (p *Protocol) record(g *auth.Grant, res acl.Resolution, pattern string, pub
 // either way (OQ-66).
 func (p *Protocol) ack(st *State, ids ...string) {
 	p.noteAck(st, ids) // resume.go
+	if p.cfg.Durable != nil {
+		p.cfg.Durable.Acked(st.Conn, ids)
+	}
 	_ = p.cfg.Store.Ack(p.ctx, grantOf(st.Conn.Session()).ActorTokenID, ids...)
 }

@@ -53,6 +53,7 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	if cmd.LoadBalance {
 		spec.LoadBalance = true
 		spec.Group = groupName(g, res.AppID, cmd.LoadBalanceGroup)
+		spec.Durable = p.durable(g, spec)
 	}
 	if st.resume&resumeLive != 0 && p.resume.Resubscribe(c, spec.Pattern) {
 		spec.NoRetained = true // a restored subscription: its retained message came before the drop or is in the replay

@@ -57,6 +57,8 @@ type Spec struct {
 	LoadBalance bool `json:"lb,omitempty"`
 	// Group is the load-balanced group's name ("" when LoadBalance is false).
 	Group string `json:"g,omitempty"`
+	// Durable is true for a member of a durable group (hub.SubSpec.Durable).
+	Durable bool `json:"d,omitempty"`
 }
 
 // Record is one resumable session as every node can read it.

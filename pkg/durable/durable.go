@@ -1,0 +1,348 @@
+// Package durable feeds durable load-balanced groups from the message
+// history (STORE_BACKEND=jetstream): a group whose messages are kept while
+// none of its members is connected, anywhere, and handed out once across
+// the nodes when members come back, with what a member took and did not
+// acknowledge handed out again (decisions.md OQ-74; the original's
+// durable delivery, wire-reference.md §6.6).
+//
+// Each durable group (a group name on an exact routing key) is a durable
+// JetStream consumer of the history stream (history.GroupConsumer). A node
+// with members of the group runs one feed for it: a goroutine that fetches
+// the consumer's next entries and hands each to the group's next member
+// here (hub.Hub.DeliverDurable). An entry is acknowledged to JetStream when
+// the member acks its msgId (`ack`, `batchAck`), or once the member's
+// connection has stayed open Config.Grace after it (a client that never
+// acks, as the official Go and Python SDKs, has it then). It is refused
+// (Nak), and so handed out again at once to any node's member, when the
+// member's connection closed first, or when this node had no member left
+// for it. A node that dies with entries handed out leaves them to
+// JetStream's AckWait: they go to another node's members then.
+package durable
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/NoLagApp/kraken/pkg/history"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultAckWait    = 30 * time.Second
+	DefaultGrace      = 10 * time.Second
+	DefaultMaxPending = 256
+	// fetchBatch is the entries one fetch asks for; fetchWait how long a
+	// fetch waits for the first (and bounds how long Close waits for a
+	// feed).
+	fetchBatch = 64
+	fetchWait  = 500 * time.Millisecond
+	// retryEvery is the wait before asking JetStream again for a group's
+	// consumer it did not give.
+	retryEvery = time.Second
+	// sweepEvery is how often the entries handed out are checked against
+	// Grace and their connections.
+	sweepEvery = 250 * time.Millisecond
+)
+
+// Config configures Groups.
+type Config struct {
+	// History is the message history the groups' consumers read
+	// (required).
+	History *history.History
+	// AckWait is how long JetStream waits for an entry handed to this
+	// node before it hands it out again (default 30 s): what a node that
+	// died had handed out reaches other nodes' members after it.
+	AckWait time.Duration
+	// Grace is how long a member's connection must stay open after a
+	// delivery it does not ack for the entry to count as taken (default
+	// 10 s, as the resumable sessions' test for a client that never acks,
+	// hub.Config.TapAckWait).
+	Grace time.Duration
+	// MaxPending bounds the entries of one group handed out and not
+	// acknowledged (default 256): a group whose members are slow gets no
+	// more until they ack or Grace passes.
+	MaxPending int
+	// Inactive is how long a group's consumer is kept with no member
+	// anywhere (default the history's age bound: older entries are gone
+	// anyway).
+	Inactive time.Duration
+	// Logger receives the warnings (default: none).
+	Logger *zap.Logger
+}
+
+// Stats are the counters of Groups (each since New).
+type Stats struct {
+	Feeds     int    // groups with members on this node now
+	Delivered uint64 // entries handed to a member
+	Acked     uint64 // entries acknowledged by their member
+	Taken     uint64 // entries acknowledged after Grace without the member's ack
+	Returned  uint64 // entries given back: member gone, or no member here
+	Pending   int    // entries handed out and not settled yet
+}
+
+// Groups is the durable groups of one node. Build it with New, give it
+// the hub with Attach before the first member joins, and Close it after
+// the hub's shutdown. Its methods are safe for concurrent use.
+type Groups struct {
+	cfg    Config
+	hub    atomic.Pointer[hub.Hub]
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	feeds   map[string]*feed    // group "\x00" key → its running feed
+	pending map[string]*pending // msgId (or "#stream sequence") → entry handed out
+	npend   atomic.Int64        // len(pending), read without mu by Acked
+
+	delivered, acked, taken, returned atomic.Uint64
+}
+
+// feed is the fetch loop of one group on this node.
+type feed struct {
+	name, key string
+	stop      context.CancelFunc
+}
+
+// pending is an entry handed to a member and not settled yet.
+type pending struct {
+	msg jetstream.Msg
+	c   *hub.Conn
+	at  time.Time
+}
+
+// New returns the Groups of cfg; nothing runs until a group gains a
+// member (Interest). Call Attach before that.
+func New(cfg Config) *Groups {
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.Inactive <= 0 && cfg.History != nil {
+		cfg.Inactive = cfg.History.MaxAge()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	g := &Groups{cfg: cfg, feeds: map[string]*feed{}, pending: map[string]*pending{}}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.wg.Add(1)
+	go g.sweep()
+	return g
+}
+
+// Attach gives Groups the hub whose durable groups it feeds.
+func (g *Groups) Attach(h *hub.Hub) { g.hub.Store(h) }
+
+// Interest implements session.DurableGroups (hub.Config.OnDurableInterest):
+// it starts the feed of the group name on key when it gains its first
+// member here (delta +1; ready is called once the group's consumer is
+// there, or once asking for it failed: the feed keeps asking) and stops
+// it when the last one leaves (-1). It never blocks.
+func (g *Groups) Interest(name, key string, delta int, ready func()) {
+	id := name + "\x00" + key
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if delta < 0 {
+		if f := g.feeds[id]; f != nil {
+			f.stop()
+			delete(g.feeds, id)
+		}
+		return
+	}
+	if g.ctx.Err() != nil || g.feeds[id] != nil {
+		if ready != nil {
+			ready()
+		}
+		return
+	}
+	ctx, stop := context.WithCancel(g.ctx)
+	f := &feed{name: name, key: key, stop: stop}
+	g.feeds[id] = f
+	g.wg.Add(1)
+	go g.run(ctx, f, ready)
+}
+
+// run is the feed f until ctx ends: it gets the group's consumer, calls
+// ready, and hands out what the consumer gives.
+func (g *Groups) run(ctx context.Context, f *feed, ready func()) {
+	defer g.wg.Done()
+	var cons jetstream.Consumer
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := g.cfg.History.GroupConsumer(cctx, f.name, f.key, history.GroupOptions{
+			AckWait: g.cfg.AckWait, MaxAckPending: g.cfg.MaxPending, Inactive: g.cfg.Inactive})
+		cancel()
+		if err == nil {
+			cons = c
+		} else if ctx.Err() == nil {
+			g.cfg.Logger.Warn("durable group: no consumer in the history; asking again",
+				zap.String("group", f.name), zap.String("topic", f.key), zap.Error(err))
+		}
+		if ready != nil {
+			ready() // confirmed either way: a store that is down must not hold the subscribe
+			ready = nil
+		}
+		if cons != nil || !wait(ctx, retryEvery) {
+			break
+		}
+	}
+	if cons == nil {
+		return
+	}
+	since := time.Now()
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			if ctx.Err() == nil {
+				g.cfg.Logger.Warn("durable group: fetch failed", zap.String("group", f.name), zap.Error(err))
+				wait(ctx, retryEvery)
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			if ctx.Err() != nil {
+				// Stopped while the fetch waited: the group may have no
+				// member here now; any node's feed takes it again.
+				_ = msg.Nak()
+				continue
+			}
+			g.handOut(f, msg, since)
+		}
+	}
+}
+
+// handOut gives msg to the group's next member here.
+func (g *Groups) handOut(f *feed, msg jetstream.Msg, since time.Time) {
+	m, err := wire.ParseMessage(msg.Data())
+	h := g.hub.Load()
+	if err != nil || h == nil {
+		_ = msg.Term() // not an entry of this broker's: never again
+		return
+	}
+	md, _ := msg.Metadata()
+	if md != nil && md.NumDelivered > 1 || m.Timestamp < since.UnixMilli() {
+		// Handed out before, or accepted before this feed began: kept
+		// while the group had no member here.
+		m.IsReplay = true
+	}
+	id := m.MsgID
+	if id == "" && md != nil {
+		id = "#" + strconv.FormatUint(md.Sequence.Stream, 10)
+	}
+	p := &hub.Publication{Key: f.key, Topic: m.Topic, Filter: m.Filter, Msg: m, Echo: true}
+	h.DeliverDurable(p, f.name, f.key, func(c *hub.Conn) {
+		if c == nil {
+			g.returned.Add(1)
+			_ = msg.NakWithDelay(time.Second) // no member here now: another node's, or later
+			return
+		}
+		g.delivered.Add(1)
+		g.mu.Lock()
+		if old := g.pending[id]; old != nil {
+			_ = old.msg.Ack() // the same entry again (redelivered): the older hand-out is settled by this one
+		} else {
+			g.npend.Add(1)
+		}
+		g.pending[id] = &pending{msg: msg, c: c, at: time.Now()}
+		g.mu.Unlock()
+	})
+}
+
+// Acked implements session.DurableGroups: the entries of msgIDs that were
+// handed to c are acknowledged to JetStream. It never blocks (an ack is a
+// buffered publish); with nothing handed out it costs one atomic load.
+func (g *Groups) Acked(c *hub.Conn, msgIDs []string) {
+	if g.npend.Load() == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range msgIDs {
+		if p := g.pending[id]; p != nil && p.c == c {
+			_ = p.msg.Ack()
+			delete(g.pending, id)
+			g.npend.Add(-1)
+			g.acked.Add(1)
+		}
+	}
+}
+
+// sweep settles, every sweepEvery, the entries handed out whose member's
+// connection closed (given back) or stayed open Grace (taken).
+func (g *Groups) sweep() {
+	defer g.wg.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case now := <-t.C:
+			g.settle(now, false)
+		}
+	}
+}
+
+// settle gives back the entries whose connection closed (all of them when
+// all is set) and takes those past Grace.
+func (g *Groups) settle(now time.Time, all bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, p := range g.pending {
+		switch {
+		case all || p.c.Closed():
+			_ = p.msg.Nak()
+			g.returned.Add(1)
+		case now.Sub(p.at) >= g.cfg.Grace:
+			_ = p.msg.Ack()
+			g.taken.Add(1)
+		default:
+			continue
+		}
+		delete(g.pending, id)
+		g.npend.Add(-1)
+	}
+}
+
+// Stats returns the counters.
+func (g *Groups) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return Stats{Feeds: len(g.feeds), Delivered: g.delivered.Load(), Acked: g.acked.Load(),
+		Taken: g.taken.Load(), Returned: g.returned.Load(), Pending: len(g.pending)}
+}
+
+// Close stops every feed, waits for them, and gives back what members had
+// not acknowledged (call it after the hub's shutdown closed them): the
+// other nodes' members get it at once instead of after AckWait.
+func (g *Groups) Close() {
+	g.cancel()
+	g.wg.Wait()
+	g.settle(time.Now(), true)
+}
+
+// wait waits d or until ctx ends, and reports whether d passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
