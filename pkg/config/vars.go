@@ -2,7 +2,16 @@ package config
 
 import (
 	"math"
+	"strconv"
 	"time"
+
+	"github.com/NoLagApp/kraken/pkg/auth/httpauth"
+	"github.com/NoLagApp/kraken/pkg/history"
+	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/resume"
+	"github.com/NoLagApp/kraken/pkg/session"
+	"github.com/NoLagApp/kraken/pkg/store/memstore"
+	"github.com/NoLagApp/kraken/pkg/webhook"
 )
 
 // Var describes one setting for -h, print-env and the README table.
@@ -62,12 +71,19 @@ func Vars() []Var {
 // Limits that are not plain defaults.
 const (
 	// payloadCeiling is the hard ceiling of a message payload (OQ-7).
-	payloadCeiling = 921600
+	payloadCeiling = session.PayloadCeiling
 	// maxBytes bounds byte-size settings so that sums cannot overflow.
 	maxBytes = 1 << 30
 	// maxCount bounds count settings.
 	maxCount = 1 << 30
 )
+
+// itoa and seconds write a component's default (hub.DefaultIdleTimeout,
+// session.DefaultRateLimit, …) as a setting's Default: the component keeps
+// the one copy of the value, the table documents it.
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
 // settings is the one table of every setting: variable, default, help, and
 // how it is parsed and checked.
@@ -106,7 +122,7 @@ var settings = []setting{
 		func(c *Config) *string { return &c.AuthHTTPURL }, false),
 	boolSetting("AUTH_HTTP_INSECURE_SKIP_VERIFY", "false", "do not verify the TLS certificates of the auth and control services; development only (true or false)",
 		func(c *Config) *bool { return &c.AuthHTTPInsecureSkipVerify }),
-	intSetting("AUTH_HTTP_MAX_IN_FLIGHT", "64", "concurrent calls to the HTTP auth service; more wait for a slot",
+	intSetting("AUTH_HTTP_MAX_IN_FLIGHT", itoa(httpauth.DefaultMaxInFlight), "concurrent calls to the HTTP auth service; more wait for a slot",
 		func(c *Config) *int { return &c.AuthHTTPMaxInFlight }, 1, 4096),
 	secretSetting("BACKEND_SECRET", "bearer secret sent to the auth and control services",
 		func(c *Config) *string { return &c.BackendSecret }),
@@ -131,9 +147,9 @@ var settings = []setting{
 	trustedProxiesSetting(),
 	secretSetting("INTERNAL_SECRET", "bearer secret of POST /internal/publish; unset or change_me keeps it disabled",
 		func(c *Config) *string { return &c.InternalSecret }),
-	intSetting("WEBHOOK_QUEUE_SIZE", "10000", "customer webhooks waiting to be sent; more are dropped and counted",
+	intSetting("WEBHOOK_QUEUE_SIZE", itoa(webhook.DefaultQueueSize), "customer webhooks waiting to be sent; more are dropped and counted",
 		func(c *Config) *int { return &c.WebhookQueueSize }, 1, maxCount),
-	intSetting("WEBHOOK_WORKERS", "16", "concurrent customer webhook senders",
+	intSetting("WEBHOOK_WORKERS", itoa(webhook.DefaultWorkers), "concurrent customer webhook senders",
 		func(c *Config) *int { return &c.WebhookWorkers }, 1, 1024),
 	stringSetting("AUTH_FILE", "examples/auth.json", "static token file, relative to the working directory (empty = the default)",
 		func(c *Config) *string { return &c.AuthFile }, true),
@@ -155,63 +171,63 @@ var settings = []setting{
 		func(c *Config) *string { return &c.StoreBackend }, []string{"memory", "noop", "jetstream"}, map[string]string{"ets": "memory"}),
 	stringSetting("STORE_DIR", "data/jetstream", "directory where the embedded JetStream keeps its files (STORE_BACKEND=jetstream without BROKER_BACKEND=nats), relative to the working directory (empty = the default)",
 		func(c *Config) *string { return &c.StoreDir }, true),
-	intSetting("HISTORY_MAX_BYTES", "1073741824", "bytes of message history kept, all topics together (STORE_BACKEND=jetstream); past it the oldest entries are removed",
+	intSetting("HISTORY_MAX_BYTES", itoa(history.DefaultMaxBytes), "bytes of message history kept, all topics together (STORE_BACKEND=jetstream); past it the oldest entries are removed",
 		func(c *Config) *int { return &c.HistoryMaxBytes }, 1<<20, math.MaxInt),
-	intSetting("HISTORY_MAX_PER_TOPIC", "10000", "history entries kept per topic (STORE_BACKEND=jetstream); past it the topic's oldest entry is removed",
+	intSetting("HISTORY_MAX_PER_TOPIC", itoa(history.DefaultMaxMsgsPerTopic), "history entries kept per topic (STORE_BACKEND=jetstream); past it the topic's oldest entry is removed",
 		func(c *Config) *int { return &c.HistoryMaxPerTopic }, 1, maxCount),
 	boolSetting("RECORD_MESSAGES", "true", "stamp every message with msgId and requiresAck, and keep it in the message store (true or false)",
 		func(c *Config) *bool { return &c.RecordMessages }),
-	cappedIntSetting("MAX_MESSAGE_SIZE", "921600", "default per-token message size limit in bytes (capped at 921600)",
+	cappedIntSetting("MAX_MESSAGE_SIZE", itoa(session.PayloadCeiling), "default per-token message size limit in bytes (capped at 921600)",
 		func(c *Config) *int { return &c.MaxMessageSize }, 1, payloadCeiling),
 	intSetting("MAX_FRAME_SIZE", "1048576", "largest WebSocket frame in bytes (at least MAX_MESSAGE_SIZE)",
 		func(c *Config) *int { return &c.MaxFrameSize }, 1, maxBytes),
-	secondsSetting("IDLE_TIMEOUT_SECONDS", "60", "close a connection that sent no complete frame for this many seconds",
+	secondsSetting("IDLE_TIMEOUT_SECONDS", seconds(hub.DefaultIdleTimeout), "close a connection that sent no complete frame for this many seconds",
 		func(c *Config) *time.Duration { return &c.IdleTimeout }, 1),
-	secondsSetting("FRAME_TIMEOUT_SECONDS", "30", "close a connection whose frame has been arriving for this many seconds",
+	secondsSetting("FRAME_TIMEOUT_SECONDS", seconds(hub.DefaultFrameTimeout), "close a connection whose frame has been arriving for this many seconds",
 		func(c *Config) *time.Duration { return &c.FrameTimeout }, 1),
-	secondsSetting("AUTH_TIMEOUT_SECONDS", "30", "close a connection not authenticated within this many seconds",
+	secondsSetting("AUTH_TIMEOUT_SECONDS", seconds(hub.DefaultAuthTimeout), "close a connection not authenticated within this many seconds",
 		func(c *Config) *time.Duration { return &c.AuthTimeout }, 1),
-	secondsSetting("HANDSHAKE_TIMEOUT_SECONDS", "10", "limit for the WebSocket upgrade in seconds",
+	secondsSetting("HANDSHAKE_TIMEOUT_SECONDS", seconds(hub.DefaultHandshakeTimeout), "limit for the WebSocket upgrade in seconds",
 		func(c *Config) *time.Duration { return &c.HandshakeTimeout }, 1),
-	secondsSetting("REVALIDATE_INTERVAL_SECONDS", "600", "revalidate each connection's token every this many seconds",
+	secondsSetting("REVALIDATE_INTERVAL_SECONDS", seconds(hub.DefaultRevalidateInterval), "revalidate each connection's token every this many seconds",
 		func(c *Config) *time.Duration { return &c.RevalidateInterval }, 1),
 	secondsSetting("TOKEN_CACHE_SECONDS", "30", "cache successful token validations for this many seconds (0 = no cache)",
 		func(c *Config) *time.Duration { return &c.TokenCacheTTL }, 0),
-	intSetting("RATE_LIMIT", "50", "publishes per second per connection when the token sets none",
+	intSetting("RATE_LIMIT", itoa(session.DefaultRateLimit), "publishes per second per connection when the token sets none",
 		func(c *Config) *int { return &c.RateLimit }, 1, maxCount),
-	intSetting("ERROR_FRAME_LIMIT", "10", "error frames per second per connection that answer no request; more are dropped",
+	intSetting("ERROR_FRAME_LIMIT", itoa(session.DefaultErrorFrameLimit), "error frames per second per connection that answer no request; more are dropped",
 		func(c *Config) *int { return &c.ErrorFrameLimit }, 1, maxCount),
-	intSetting("ERROR_FLOOD_LIMIT", "1000", "close a connection provoking more error frames than this in one second",
+	intSetting("ERROR_FLOOD_LIMIT", itoa(session.DefaultErrorFloodLimit), "close a connection provoking more error frames than this in one second",
 		func(c *Config) *int { return &c.ErrorFloodLimit }, 1, maxCount),
-	intSetting("MAX_AUTH_FAILURES", "5", "close a connection after this many failed auth attempts",
+	intSetting("MAX_AUTH_FAILURES", itoa(session.DefaultMaxAuthFailures), "close a connection after this many failed auth attempts",
 		func(c *Config) *int { return &c.MaxAuthFailures }, 1, maxCount),
 	intSetting("WORKERS", "0", "event-loop workers (0 = GOMAXPROCS)",
 		func(c *Config) *int { return &c.Workers }, 0, 1<<16),
-	intSetting("OUTBOUND_MAX_BYTES", "4194304", "queued outbound bytes per connection before a slow consumer is closed",
+	intSetting("OUTBOUND_MAX_BYTES", itoa(hub.DefaultOutboundMaxBytes), "queued outbound bytes per connection before a slow consumer is closed",
 		func(c *Config) *int { return &c.OutboundMaxBytes }, 1, maxBytes),
-	secondsSetting("WRITE_TIMEOUT_SECONDS", "30", "close as a slow consumer a connection whose socket has taken none of its queued bytes for this many seconds",
+	secondsSetting("WRITE_TIMEOUT_SECONDS", seconds(hub.DefaultWriteTimeout), "close as a slow consumer a connection whose socket has taken none of its queued bytes for this many seconds",
 		func(c *Config) *time.Duration { return &c.WriteTimeout }, 1),
-	intSetting("MAX_SUBSCRIPTIONS", "1000", "subscriptions per connection",
+	intSetting("MAX_SUBSCRIPTIONS", itoa(hub.DefaultMaxSubscriptions), "subscriptions per connection",
 		func(c *Config) *int { return &c.MaxSubscriptions }, 1, maxCount),
 	secondsSetting("SHUTDOWN_TIMEOUT_SECONDS", "10", "graceful shutdown limit in seconds (0 = close at once)",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, 0),
 	secondsSetting("DRAIN_SECONDS", "30", "on SIGUSR2, close the connections spread over this many seconds, then shut down (0 = all at once)",
 		func(c *Config) *time.Duration { return &c.DrainTimeout }, 0),
-	secondsSetting("STORE_TTL_SECONDS", "3600", "keep stored messages for replay this many seconds (also the age bound of the history with STORE_BACKEND=jetstream)",
+	secondsSetting("STORE_TTL_SECONDS", seconds(memstore.DefaultTTL), "keep stored messages for replay this many seconds (also the age bound of the history with STORE_BACKEND=jetstream)",
 		func(c *Config) *time.Duration { return &c.StoreTTL }, 1),
-	intSetting("STORE_MAX_MESSAGES", "10000", "stored messages kept before the oldest are pruned",
+	intSetting("STORE_MAX_MESSAGES", itoa(memstore.DefaultMaxMessages), "stored messages kept before the oldest are pruned",
 		func(c *Config) *int { return &c.StoreMaxMessages }, 1, maxCount),
 	boolSetting("DURABLE_GROUPS", "false", "with STORE_BACKEND=jetstream, make every load-balanced group on an exact topic durable: its messages kept while no member is connected and handed out once across nodes (tokens with persistentSession make their groups durable either way) (true or false)",
 		func(c *Config) *bool { return &c.DurableGroups }),
 	boolSetting("RESUME_SESSIONS", "false", "keep a dropped connection's subscriptions and missed messages for a reconnect with reconnect:true (true or false)",
 		func(c *Config) *bool { return &c.ResumeSessions }),
-	secondsSetting("RESUME_EXPIRY_SECONDS", "120", "keep a dropped resumable session this many seconds (a token may set its own)",
+	secondsSetting("RESUME_EXPIRY_SECONDS", seconds(resume.DefaultExpiry), "keep a dropped resumable session this many seconds (a token may set its own)",
 		func(c *Config) *time.Duration { return &c.ResumeExpiry }, 1),
-	intSetting("RESUME_MAX_BYTES", "1048576", "bytes of missed messages kept per dropped resumable session",
+	intSetting("RESUME_MAX_BYTES", itoa(resume.DefaultMaxBytes), "bytes of missed messages kept per dropped resumable session",
 		func(c *Config) *int { return &c.ResumeMaxBytes }, 1, maxBytes),
-	intSetting("RESUME_MAX_SESSIONS", "100000", "dropped resumable sessions kept before the oldest is dropped",
+	intSetting("RESUME_MAX_SESSIONS", itoa(resume.DefaultMaxSessions), "dropped resumable sessions kept before the oldest is dropped",
 		func(c *Config) *int { return &c.ResumeMaxSessions }, 1, maxCount),
-	secondsSetting("RETAIN_TTL_SECONDS", "3600", "keep retained messages this many seconds",
+	secondsSetting("RETAIN_TTL_SECONDS", seconds(hub.DefaultRetainTTL), "keep retained messages this many seconds",
 		func(c *Config) *time.Duration { return &c.RetainTTL }, 1),
 	choiceSetting("LOG_FORMAT", "json", "log format: json or console",
 		func(c *Config) *string { return &c.LogFormat }, []string{"json", "console"}, nil),

@@ -22,6 +22,10 @@ type forms struct {
 	encs  [MaxEncodings]atomic.Pointer[registered]
 	plain [MaxEncodings]atomic.Int64
 	acked [MaxEncodings]atomic.Int64
+	// encoded counts the messages encoded, by encoding ID and form (0 the
+	// plain one, 1 the acknowledged one): one add per frame built, by
+	// build or by a worker (frameCache), never per delivery.
+	encoded [256][2]atomic.Uint64
 }
 
 type registered struct{ enc Encoding }
@@ -92,6 +96,7 @@ func (f *forms) build(p *Publication) {
 				b = &built{}
 			}
 			b.frames[id] = r.enc.Message(&p.Msg)
+			f.encoded[id][0].Add(1)
 		}
 		if q, ok := r.enc.(QoS1Encoding); ok && acked && !p.AtMostOnce {
 			if b == noForms {
@@ -99,7 +104,24 @@ func (f *forms) build(p *Publication) {
 			}
 			head, tail := q.MessageQoS1(&p.Msg)
 			b.acked[id] = &ackedForm{head, tail}
+			f.encoded[id][1].Add(1)
 		}
 	}
 	p.forms = b
+}
+
+// FramesEncoded returns how many messages the hub has encoded into the form
+// of the encoding whose ID is enc since it was built: its plain form
+// (Encoding.Message), or with acked its acknowledged form
+// (QoS1Encoding.MessageQoS1). Each frame is counted once when it is built,
+// never per delivery: once per publication and form in use when it is
+// published (Publish), plus each frame a worker builds itself (for a
+// wildcard subscription's display topic, a form not in use at publication,
+// or an encoding of ID MaxEncodings or more, a parked session's).
+func (h *Hub) FramesEncoded(enc uint8, acked bool) uint64 {
+	i := 0
+	if acked {
+		i = 1
+	}
+	return h.forms.encoded[enc][i].Load()
 }

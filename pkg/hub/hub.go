@@ -113,7 +113,7 @@ func (c *Config) setDefaults() {
 		c.Workers = 2
 	}
 	if c.OutboundMaxBytes <= 0 {
-		c.OutboundMaxBytes = 4 << 20
+		c.OutboundMaxBytes = DefaultOutboundMaxBytes
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = DefaultWriteTimeout
@@ -122,28 +122,28 @@ func (c *Config) setDefaults() {
 		c.MaxPendingPublications = 65536
 	}
 	if c.MaxSubscriptions <= 0 {
-		c.MaxSubscriptions = 1000
+		c.MaxSubscriptions = DefaultMaxSubscriptions
 	}
 	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 10 * time.Second
+		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if c.AuthTimeout <= 0 {
-		c.AuthTimeout = 30 * time.Second
+		c.AuthTimeout = DefaultAuthTimeout
 	}
 	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 60 * time.Second
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.FrameTimeout <= 0 {
-		c.FrameTimeout = 30 * time.Second
+		c.FrameTimeout = DefaultFrameTimeout
 	}
 	if c.CloseTimeout <= 0 {
-		c.CloseTimeout = time.Second
+		c.CloseTimeout = DefaultCloseTimeout
 	}
 	if c.RevalidateInterval <= 0 {
-		c.RevalidateInterval = 600 * time.Second
+		c.RevalidateInterval = DefaultRevalidateInterval
 	}
 	if c.RetainTTL <= 0 {
-		c.RetainTTL = time.Hour
+		c.RetainTTL = DefaultRetainTTL
 	}
 	if c.MaxRetained <= 0 {
 		c.MaxRetained = 100000
@@ -185,6 +185,37 @@ type counters struct {
 
 // DefaultWriteTimeout is Config.WriteTimeout's default.
 const DefaultWriteTimeout = 30 * time.Second
+
+// The defaults of Config's zero fields that a setting of pkg/config also
+// documents (its default is derived from these).
+const (
+	// DefaultOutboundMaxBytes is Config.OutboundMaxBytes's default, in
+	// bytes (OUTBOUND_MAX_BYTES).
+	DefaultOutboundMaxBytes = 4 << 20
+	// DefaultMaxSubscriptions is Config.MaxSubscriptions's default, per
+	// connection (MAX_SUBSCRIPTIONS).
+	DefaultMaxSubscriptions = 1000
+	// DefaultHandshakeTimeout is Config.HandshakeTimeout's default
+	// (HANDSHAKE_TIMEOUT_SECONDS).
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultAuthTimeout is Config.AuthTimeout's default
+	// (AUTH_TIMEOUT_SECONDS).
+	DefaultAuthTimeout = 30 * time.Second
+	// DefaultIdleTimeout is Config.IdleTimeout's default
+	// (IDLE_TIMEOUT_SECONDS).
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultFrameTimeout is Config.FrameTimeout's default
+	// (FRAME_TIMEOUT_SECONDS).
+	DefaultFrameTimeout = 30 * time.Second
+	// DefaultCloseTimeout is Config.CloseTimeout's default; no setting
+	// changes it.
+	DefaultCloseTimeout = time.Second
+	// DefaultRevalidateInterval is Config.RevalidateInterval's default
+	// (REVALIDATE_INTERVAL_SECONDS).
+	DefaultRevalidateInterval = 600 * time.Second
+	// DefaultRetainTTL is Config.RetainTTL's default (RETAIN_TTL_SECONDS).
+	DefaultRetainTTL = time.Hour
+)
 
 // SlowCause is why a connection was found to be a slow consumer
 // (disconnect.SlowConsumer, close 1008).

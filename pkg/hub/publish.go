@@ -95,6 +95,7 @@ func (fc *frameCache) get(p *Publication, c *Conn, display string, wildcard bool
 		m.SourceTopic = p.Topic
 	}
 	frame := c.t.Encoding().Message(&m)
+	c.w.h.forms.encoded[id][0].Add(1)
 	fc.entries = append(fc.entries, cachedFrame{enc: id, display: display, frame: frame})
 	return frame
 }

@@ -105,6 +105,7 @@ func (fc *frameCache) getQoS1(p *Publication, c *Conn, display string, wildcard 
 		m.SourceTopic = p.Topic
 	}
 	head, tail = c.t.Encoding().(QoS1Encoding).MessageQoS1(&m)
+	c.w.h.forms.encoded[c.enc][1].Add(1)
 	fc.entries = append(fc.entries, cachedFrame{enc: c.enc, display: display, frame: head, tail: tail, qos1: true})
 	return head, tail
 }

@@ -225,6 +225,15 @@ func TestEachFormIsEncodedOncePerPublication(t *testing.T) {
 	if n := idle.built.Load(); n != 0 {
 		t.Errorf("an encoding without subscriptions was built %d times", n)
 	}
+	for _, f := range []struct {
+		enc   uint8
+		acked bool
+		want  uint64
+	}{{0, false, 1}, {1, true, 1}, {1, false, 0}, {2, false, 0}} {
+		if got := h.FramesEncoded(f.enc, f.acked); got != f.want {
+			t.Errorf("FramesEncoded(%d, %v) = %d, want %d", f.enc, f.acked, got, f.want)
+		}
+	}
 }
 
 // A close puts the encoding's closing frame after what is queued, then

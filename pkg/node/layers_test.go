@@ -55,8 +55,8 @@ func listPackages(t *testing.T) map[string]listedPackage {
 	return pkgs
 }
 
-// The layers of docs/ARCHITECTURE.md: the transports know nothing of each
-// other, pkg/metrics knows no component, and the node is the one package
+// The layers of docs/ARCHITECTURE.md: the transports (and the admin API,
+// which serves beside them) know nothing of each other, pkg/metrics knows no component, and the node is the one package
 // outside cmd/ that puts the hub, the session protocol and the broker
 // together.
 func TestLayers(t *testing.T) {
@@ -69,7 +69,7 @@ func TestLayers(t *testing.T) {
 		}
 		return p
 	}
-	transports := []string{"pkg/server", "pkg/mqtt/listener"}
+	transports := []string{"pkg/server", "pkg/mqtt/listener", "pkg/admin"}
 	for _, a := range transports {
 		for _, b := range transports {
 			if a != b && slices.Contains(get(a).Deps, module+b) {

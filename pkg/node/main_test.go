@@ -7,4 +7,13 @@ import (
 )
 
 // TestMain fails the package if any test leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// netpoll's pollers (and the goroutine pool they hand reads to), which the
+// transports of the end-to-end tests start, live for the whole process by
+// design.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*manager).Run.func1"),
+		goleak.IgnoreAnyFunction("github.com/bytedance/gopkg/util/gopool.(*worker).run.func1"),
+	)
+}

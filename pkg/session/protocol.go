@@ -98,21 +98,38 @@ type Config struct {
 // (wire-reference.md §6.11).
 const PayloadCeiling = 921600
 
+// The defaults of Config's zero fields that a setting of pkg/config also
+// documents (its default is derived from these).
+const (
+	// DefaultRateLimit is Config.RateLimit's default, in publishes per
+	// second per connection (RATE_LIMIT).
+	DefaultRateLimit = 50
+	// DefaultErrorFrameLimit is Config.ErrorFrameLimit's default, in
+	// error frames per second per connection (ERROR_FRAME_LIMIT).
+	DefaultErrorFrameLimit = 10
+	// DefaultErrorFloodLimit is Config.ErrorFloodLimit's default, in error
+	// frames in one second (ERROR_FLOOD_LIMIT).
+	DefaultErrorFloodLimit = 1000
+	// DefaultMaxAuthFailures is Config.MaxAuthFailures's default, in failed
+	// auth attempts per connection (MAX_AUTH_FAILURES).
+	DefaultMaxAuthFailures = 5
+)
+
 func (c *Config) setDefaults() {
 	if c.MaxMessageSize <= 0 || c.MaxMessageSize > PayloadCeiling {
 		c.MaxMessageSize = PayloadCeiling
 	}
 	if c.RateLimit <= 0 {
-		c.RateLimit = 50
+		c.RateLimit = DefaultRateLimit
 	}
 	if c.ErrorFrameLimit <= 0 {
-		c.ErrorFrameLimit = 10
+		c.ErrorFrameLimit = DefaultErrorFrameLimit
 	}
 	if c.ErrorFloodLimit <= 0 {
-		c.ErrorFloodLimit = 1000
+		c.ErrorFloodLimit = DefaultErrorFloodLimit
 	}
 	if c.MaxAuthFailures <= 0 {
-		c.MaxAuthFailures = 5
+		c.MaxAuthFailures = DefaultMaxAuthFailures
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
