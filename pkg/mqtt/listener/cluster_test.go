@@ -94,17 +94,23 @@ func TestQoSAcrossNodes(t *testing.T) {
 		qosAcrossNodes(t, a, z)
 	})
 	t.Run("nats", func(t *testing.T) {
-		ns := natstest.RunJetStream(t)
-		node := func(id string) *node {
-			b, err := natsbroker.New(natsbroker.Config{URLs: []string{ns.ClientURL()}, Node: id,
-				Heartbeat: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return startNode(t, func(c *testConfig) { c.Broker, c.NodeID = b, id })
-		}
+		node := natsNodes(t)
 		qosAcrossNodes(t, node("a"), node("z"))
 	})
+}
+
+// natsNodes runs an embedded NATS server and returns a function starting a
+// node with id on it (BROKER_BACKEND=nats).
+func natsNodes(t *testing.T) func(id string) *node {
+	ns := natstest.RunJetStream(t)
+	return func(id string) *node {
+		b, err := natsbroker.New(natsbroker.Config{URLs: []string{ns.ClientURL()}, Node: id,
+			Heartbeat: 100 * time.Millisecond, LivenessTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return startNode(t, func(c *testConfig) { c.Broker, c.NodeID = b, id })
+	}
 }
 
 func qosAcrossNodes(t *testing.T, a, z *node) {
