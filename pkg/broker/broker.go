@@ -75,6 +75,11 @@ type Message struct {
 	Timestamp             time.Time
 	// Retain and ClearRetained carry `retain` (§6.7, OQ-15).
 	Retain, ClearRetained bool
+	// AtMostOnce and ExactlyOnce carry the publish's QoS
+	// (hub.Publication.AtMostOnce, ExactlyOnce): QoS 0 and QoS 2; neither
+	// is QoS 1. A message without them, as from a node that does not carry
+	// them, is delivered at most at QoS 1.
+	AtMostOnce, ExactlyOnce bool
 	// Node is the id of the node that accepted the publish. A backend never
 	// hands a node its own message as a broadcast or retained copy; a group
 	// copy may come back to the publishing node.

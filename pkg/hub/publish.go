@@ -34,14 +34,14 @@ type Publication struct {
 	Retain, ClearRetained bool
 	// AtMostOnce says the publisher asked for QoS 0: no subscriber gets it
 	// as an acknowledged (QoS 1 or 2) delivery (MQTT 3.1.1 §3.8.4: the
-	// minimum of the published and the granted QoS). It does not cross
-	// nodes.
+	// minimum of the published and the granted QoS). It crosses nodes with
+	// the publication (broker.Message.AtMostOnce).
 	AtMostOnce bool
 	// ExactlyOnce says the publisher asked for QoS 2: a QoS 2 subscription
 	// of a connection that acknowledges deliveries gets it at QoS 2, others
 	// at their own QoS (MQTT 3.1.1 §3.8.4). Without it, and without
-	// AtMostOnce, a publication is delivered at most at QoS 1. It does not
-	// cross nodes (another node delivers the message at QoS 1 at most).
+	// AtMostOnce, a publication is delivered at most at QoS 1. It crosses
+	// nodes with the publication (broker.Message.ExactlyOnce).
 	ExactlyOnce bool
 	// NoGroups skips load-balanced groups: on a node of a cluster, a group
 	// gets each message from the bus, once cluster-wide (PublishGroup).

@@ -61,7 +61,7 @@ func (r remote) publication(m *broker.Message) *hub.Publication {
 		return nil
 	}
 	pub := &hub.Publication{Key: m.Key, Topic: m.Topic, Filter: m.Filter, Echo: true,
-		Retain: m.Retain, ClearRetained: m.ClearRetained}
+		Retain: m.Retain, ClearRetained: m.ClearRetained, AtMostOnce: m.AtMostOnce, ExactlyOnce: m.ExactlyOnce}
 	pub.Msg = wire.Message{Topic: m.Topic, Data: m.Data, MsgID: m.MsgID, Filter: m.Filter,
 		From: m.From, FromType: m.FromType, Timestamp: m.Timestamp.UnixMilli()}
 	return pub
@@ -104,7 +104,8 @@ func (p *Protocol) toBroker(pub *hub.Publication, ts int64) error {
 	}
 	m := &broker.Message{Key: pub.Key, Topic: pub.Topic, Filter: pub.Filter, Data: pub.Msg.Data,
 		MsgID: pub.Msg.MsgID, From: pub.Msg.From, FromType: pub.Msg.FromType, Retain: pub.Retain,
-		ClearRetained: pub.ClearRetained, Node: p.cfg.NodeID, Timestamp: time.UnixMilli(ts)}
+		ClearRetained: pub.ClearRetained, AtMostOnce: pub.AtMostOnce, ExactlyOnce: pub.ExactlyOnce,
+		Node: p.cfg.NodeID, Timestamp: time.UnixMilli(ts)}
 	err := p.cfg.Broker.Publish(m)
 	if err != nil {
 		if ce := p.log.Check(zap.WarnLevel, "fan-out to other nodes failed"); ce != nil {

@@ -439,14 +439,25 @@ func fieldsSurvive(t *testing.T, c Cluster) {
 	time.Sleep(c.Settle)
 	want := &broker.Message{Key: "app/r/x", Topic: "r/x", Filter: "color:red|size:l", Data: []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0xc4, 0x01, 0xff},
 		MsgID: "3f2a0000-0000-4000-8000-000000000000", From: "alice", FromType: "actor",
-		Timestamp: time.UnixMilli(1_796_000_000_123), Node: "a"}
+		Timestamp: time.UnixMilli(1_796_000_000_123), Node: "a", ExactlyOnce: true}
 	_ = ns[0].b.Publish(want)
-	eventually(t, "b receives", func() bool { m, _, _ := ns[1].rec.Snapshot(); return len(m) == 1 })
+	qos0 := &broker.Message{Key: "app/r/x", Topic: "r/x", Data: []byte{0xc0}, Node: "a", AtMostOnce: true}
+	_ = ns[0].b.Publish(qos0)
+	qos1 := &broker.Message{Key: "app/r/x", Topic: "r/x", Data: []byte{0xc0}, Node: "a"}
+	_ = ns[0].b.Publish(qos1)
+	eventually(t, "b receives", func() bool { m, _, _ := ns[1].rec.Snapshot(); return len(m) == 3 })
 	m, _, _ := ns[1].rec.Snapshot()
 	got := m[0]
 	if got.Key != want.Key || got.Topic != want.Topic || got.Filter != want.Filter || string(got.Data) != string(want.Data) ||
 		got.MsgID != want.MsgID || got.From != want.From || got.FromType != want.FromType ||
-		!got.Timestamp.Equal(want.Timestamp) || got.Node != want.Node || got.Retain || got.ClearRetained {
+		!got.Timestamp.Equal(want.Timestamp) || got.Node != want.Node || got.Retain || got.ClearRetained ||
+		got.AtMostOnce || !got.ExactlyOnce {
 		t.Fatalf("received %+v, want %+v", got, want)
+	}
+	if !m[1].AtMostOnce || m[1].ExactlyOnce {
+		t.Fatalf("QoS 0 message received as %+v", m[1])
+	}
+	if m[2].AtMostOnce || m[2].ExactlyOnce {
+		t.Fatalf("QoS 1 message received as %+v", m[2])
 	}
 }

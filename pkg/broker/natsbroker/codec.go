@@ -11,7 +11,10 @@ import (
 
 // A message travels as one MessagePack array (codec version 1):
 // [1, node, seq, key, topic, filter, data(raw), msgId, from, fromType,
-// timestamp(unix ms), flags]. flags bit 0 is Retain, bit 1 ClearRetained.
+// timestamp(unix ms), flags]. flags bit 0 is Retain, bit 1 ClearRetained,
+// bit 2 AtMostOnce and bit 3 ExactlyOnce (the publish's QoS 0 or 2; a node
+// that predates them neither sets nor reads them, so its messages are
+// delivered at most at QoS 1 and it reads the new ones as before).
 // seq numbers the publishes of one run of a node: its high 32 bits are
 // random per start (Broker.New), its low 32 bits count, so a node
 // subscribed to a key twice (an exact and a wildcard interest) hands it
@@ -42,6 +45,12 @@ func encode(m *broker.Message, seq uint64) []byte {
 	}
 	if m.ClearRetained {
 		flags |= 2
+	}
+	if m.AtMostOnce {
+		flags |= 4
+	}
+	if m.ExactlyOnce {
+		flags |= 8
 	}
 	return msgp.AppendUint8(b, flags)
 }
@@ -91,6 +100,7 @@ func decode(b []byte) (m *broker.Message, seq uint64, err error) {
 	}
 	m.Timestamp = time.UnixMilli(ms)
 	m.Retain, m.ClearRetained = flags&1 != 0, flags&2 != 0
+	m.AtMostOnce, m.ExactlyOnce = flags&4 != 0, flags&8 != 0
 	return m, seq, nil
 }
 

@@ -101,3 +101,44 @@ func TestPahoClient(t *testing.T) {
 		t.Fatal("the paho client lost its connection")
 	}
 }
+
+// Overlapping subscriptions with a real client: a wildcard at QoS 1 and
+// the exact topic at QoS 2 both match a QoS 2 publish; paho gets one copy,
+// at QoS 2, the highest of the matching subscriptions [MQTT-3.3.5-1]. The
+// subscriptions have no callbacks of their own, so every delivery goes to
+// the default handler once (paho would call each matching route itself).
+func TestPahoOverlappingSubscriptionsOneCopyAtHighestQoS(t *testing.T) {
+	n := startNode(t, nil)
+	got := make(chan paho.Message, 4)
+	opts := paho.NewClientOptions().AddBroker("tcp://" + n.mqttAddr()).SetClientID("paho-overlap").
+		SetUsername("device").SetPassword("dev-token-bob").SetCleanSession(true).
+		SetAutoReconnect(false).SetConnectRetry(false).SetKeepAlive(30 * time.Second).SetProtocolVersion(4).
+		SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { got <- m })
+	c := paho.NewClient(opts)
+	wait(t, "connect", c.Connect())
+	defer c.Disconnect(100)
+	tok := c.SubscribeMultiple(map[string]byte{"demo/general/#": 1, topic: 2}, nil)
+	wait(t, "subscribe", tok)
+	if codes := tok.(*paho.SubscribeToken).Result(); codes["demo/general/#"] != 1 || codes[topic] != 2 {
+		t.Fatalf("SUBACK codes %v, want 1 and 2", codes)
+	}
+
+	p, err := pahoClient(t, n.mqttAddr(), "paho-overlap-pub", "dev-token-alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "publish QoS 2", p.Publish(topic, 2, false, []byte("once at 2")))
+	select {
+	case m := <-got:
+		if m.Topic() != topic || string(m.Payload()) != "once at 2" || m.Qos() != 2 {
+			t.Fatalf("delivery %q %q QoS %d, want QoS 2", m.Topic(), m.Payload(), m.Qos())
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no delivery")
+	}
+	select {
+	case m := <-got:
+		t.Fatalf("a second copy %q QoS %d", m.Payload(), m.Qos())
+	case <-time.After(300 * time.Millisecond):
+	}
+}

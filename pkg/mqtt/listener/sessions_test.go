@@ -150,22 +150,39 @@ func TestTakeoverTakesTheSession(t *testing.T) {
 	}
 }
 
-// paho with CleanSession false: its subscription and the messages
-// published while it was away survive a reconnect.
+// paho with CleanSession false: its subscription, the QoS 1 message it
+// received but did not acknowledge, and the messages published while it
+// was away survive a reconnect; the unacknowledged one comes again first,
+// with DUP=1 and the same payload [MQTT-3.3.1-1], §4.4.
 func TestPahoPersistentSession(t *testing.T) {
 	n := startNode(t, nil)
 	pub := publisher(t, n)
-	got := make(chan string, 10)
+	got := make(chan paho.Message, 10)
 	opts := func() *paho.ClientOptions {
 		return paho.NewClientOptions().AddBroker("tcp://" + n.mqttAddr()).SetClientID("paho-p").
 			SetUsername("device").SetPassword("dev-token-bob").SetCleanSession(false).
 			SetAutoReconnect(false).SetConnectRetry(false).SetKeepAlive(30 * time.Second).
-			SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { got <- string(m.Payload()) })
+			SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { got <- m })
 	}
-	c := paho.NewClient(opts())
+	next := func(what string) paho.Message {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(3 * time.Second):
+			t.Fatalf("paho got no %s", what)
+			return nil
+		}
+	}
+	c := paho.NewClient(opts().SetAutoAckDisabled(true)) // no PUBACK unless m.Ack()
 	wait(t, "connect", c.Connect())
 	wait(t, "subscribe", c.Subscribe(topic, 1, nil))
-	c.Disconnect(100)
+	waitFor(t, func() bool { return n.node.Stats().Hub.Subscriptions >= 1 })
+	pub("unacknowledged")
+	if m := next("first delivery"); string(m.Payload()) != "unacknowledged" || m.Qos() != 1 || m.Duplicate() {
+		t.Fatalf("got %q QoS %d DUP %v, want the first delivery at QoS 1 without DUP", m.Payload(), m.Qos(), m.Duplicate())
+	}
+	c.Disconnect(100) // without the PUBACK
 	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
 	pub("while away")
 	c = paho.NewClient(opts())
@@ -175,13 +192,16 @@ func TestPahoPersistentSession(t *testing.T) {
 		t.Fatal("paho: session present 0")
 	}
 	defer c.Disconnect(100)
+	if m := next("redelivery"); string(m.Payload()) != "unacknowledged" || m.Qos() != 1 || !m.Duplicate() {
+		t.Fatalf("got %q QoS %d DUP %v, want the unacknowledged message again with DUP=1", m.Payload(), m.Qos(), m.Duplicate())
+	}
+	if m := next("message published while away"); string(m.Payload()) != "while away" || m.Duplicate() {
+		t.Fatalf("got %q DUP %v, want the message published while away", m.Payload(), m.Duplicate())
+	}
 	select {
 	case m := <-got:
-		if m != "while away" {
-			t.Fatalf("got %q", m)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("paho got nothing published while it was away")
+		t.Fatalf("an extra delivery %q DUP %v", m.Payload(), m.Duplicate())
+	case <-time.After(200 * time.Millisecond):
 	}
 }
 

@@ -2,6 +2,7 @@ package listener_test
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"os/exec"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/NoLagApp/kraken/pkg/broker/membus"
 	"github.com/NoLagApp/kraken/pkg/testpeer"
 )
 
@@ -199,5 +201,72 @@ func TestMQTTMetrics(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Fatalf("%d metrics reported, want 4", len(got))
+	}
+}
+
+// A client that goes silent past its keep-alive (1 s, so 1.5 s) is closed
+// by the server [MQTT-3.1.2-24], and its will is published: an SDK
+// subscriber of the will topic gets it.
+func TestWillOnKeepAliveExpiry(t *testing.T) {
+	n := startNode(t, func(c *testConfig) { c.Hub.IdleTimeout = time.Hour }) // only the keep-alive closes it
+	ws := willWatcher(t, n)
+	m := dial(t, n.mqttAddr())
+	m.send(connectWill(1, "dev-token-bob", willTopic, "silent"))
+	m.expect(0x20)
+	m.expectClosed()
+	if f := ws.ExpectType("message"); string(f.Map["data"].([]byte)) != "silent" {
+		t.Fatalf("will %#v", f.Map["data"])
+	}
+}
+
+// A node that shuts down closes its MQTT connections without a DISCONNECT
+// from them, so their wills are published [MQTT-3.1.2-8], and they reach
+// the other nodes: the node's Shutdown closes its bus connection only once
+// its transports' connections are closed, their wills published. A client
+// with a will on node a; a subscriber of the will topic on node z gets it
+// when a shuts down, on the in-memory bus and over NATS.
+func TestWillOnShutdownReachesOtherNodes(t *testing.T) {
+	t.Run("membus", func(t *testing.T) {
+		b := &membus.Bus{}
+		a := startNode(t, func(c *testConfig) { c.Broker = b.Node("a"); c.NodeID = "a" })
+		z := startNode(t, func(c *testConfig) { c.Broker = b.Node("z"); c.NodeID = "z" })
+		willOnShutdown(t, a, z)
+	})
+	t.Run("nats", func(t *testing.T) {
+		node := natsNodes(t)
+		willOnShutdown(t, node("a"), node("z"))
+	})
+}
+
+func willOnShutdown(t *testing.T, a, z *node) {
+	sub := connected(t, z.mqttAddr(), "dev-token-alice")
+	sub.send(subscribeQoS(1, 1, willTopic))
+	sub.expect(0x90)
+	m := dial(t, a.mqttAddr())
+	m.send(connectWill(30, "dev-token-bob", willTopic, "node gone"))
+	m.expect(0x20)
+	// Until the subscription's interest reached node a (over NATS it takes
+	// a moment): a probe published on a arrives.
+	probe := connected(t, a.mqttAddr(), "dev-token-bob")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		probe.send(publishPkt(willTopic, 0, false, 0, "probe"))
+		if _, _, err := sub.read(200 * time.Millisecond); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery across nodes within 5 s")
+		}
+	}
+	drainProbes(t, sub)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.node.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.expectClosed()
+	if tp, p := sub.expectPublish(); tp != willTopic || string(p) != "node gone" {
+		t.Fatalf("got %q %q, want the will", tp, p)
 	}
 }
