@@ -243,8 +243,9 @@ func (b *historyBackend) addReadyCheck(n *node.Node) {
 }
 
 // Collect reports the history's counters and stored size
-// (kraken_history_*, docs/operations.md), from History.Stats, which does
-// not wait on the network.
+// (kraken_history_*) and the durable groups' (kraken_durable_*;
+// docs/operations.md), from History.Stats and Groups.Stats, which do not
+// wait on the network.
 func (b *historyBackend) Collect(_ context.Context, d *metrics.Descs, ch chan<- prometheus.Metric) {
 	s := b.h.Stats()
 	metrics.Counter(ch, d.HistoryAppended, s.Appended)
@@ -252,6 +253,12 @@ func (b *historyBackend) Collect(_ context.Context, d *metrics.Descs, ch chan<- 
 	metrics.Counter(ch, d.HistoryErrors, s.Errors)
 	metrics.Gauge(ch, d.HistoryStored, float64(s.StoredMsgs))
 	metrics.Gauge(ch, d.HistoryStoredBytes, float64(s.StoredBytes))
+	g := b.groups.Stats()
+	metrics.Gauge(ch, d.DurableGroups, float64(g.Feeds))
+	metrics.Counter(ch, d.DurableDeliveries, g.Acked, "acked")
+	metrics.Counter(ch, d.DurableDeliveries, g.Taken, "taken")
+	metrics.Counter(ch, d.DurableDeliveries, g.Returned, "returned")
+	metrics.Gauge(ch, d.DurablePending, float64(g.Pending))
 }
 
 // close stops the probe, closes the History (waiting up to

@@ -32,6 +32,8 @@ type Descs struct {
 	Webhooks, WebhookRetries, ControlReports, ControlDropped, BlockedProjects, PendingProjects *prometheus.Desc
 
 	HistoryAppended, HistoryDropped, HistoryErrors, HistoryStored, HistoryStoredBytes *prometheus.Desc
+
+	DurableGroups, DurableDeliveries, DurablePending *prometheus.Desc
 }
 
 func NewDescs() Descs {
@@ -123,6 +125,10 @@ func NewDescs() Descs {
 		HistoryErrors:      n("history_errors_total", "History entries sent that the stream refused or did not acknowledge within 10 s (they may still have been stored)."),
 		HistoryStored:      n("history_stored_messages", "Entries in the history stream, all topics and nodes, as of its last stream info (at most about a second old)."),
 		HistoryStoredBytes: n("history_stored_bytes", "Bytes of the history stream, as JetStream counts them (HISTORY_MAX_BYTES bounds it)."),
+
+		DurableGroups:     n("durable_groups", "Durable load-balanced groups with members on this node (each fed from the history)."),
+		DurableDeliveries: n("durable_deliveries_total", "Durable groups' messages this node handed to a member, by how they were settled: acked (the member's ack), taken (its connection stayed open 10 s without an ack), returned (given back to the store: the member's connection closed first, or no member here).", "result"),
+		DurablePending:    n("durable_pending", "Durable groups' messages handed to members here and not settled yet."),
 	}
 }
 
@@ -144,5 +150,6 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.BrokerState, d.BrokerStateFailing, d.BrokerNodesDown, d.BrokerRetained,
 		d.Webhooks, d.WebhookRetries, d.ControlReports, d.ControlDropped, d.BlockedProjects, d.PendingProjects,
 		d.HistoryAppended, d.HistoryDropped, d.HistoryErrors, d.HistoryStored, d.HistoryStoredBytes,
+		d.DurableGroups, d.DurableDeliveries, d.DurablePending,
 	}
 }

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
+	"github.com/NoLagApp/kraken/pkg/durable"
+	"github.com/NoLagApp/kraken/pkg/history"
+	"github.com/NoLagApp/kraken/pkg/testpeer"
+)
+
+// startDurable runs one node with the durable history on an embedded
+// JetStream server and every load-balanced group durable
+// (session.Config.DurableAll), its feed taking an unacked delivery as
+// taken after grace.
+func startDurable(t *testing.T, grace time.Duration, workers int) (*Server, *durable.Groups) {
+	t.Helper()
+	nc, _ := natstest.ConnectJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := history.Open(ctx, history.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := durable.New(durable.Config{History: h, Grace: grace})
+	t.Cleanup(h.Close) // after d's close, after the node's shutdown
+	t.Cleanup(d.Close)
+	s := start(t, func(c *testConfig) {
+		c.History, c.Durable, c.DurableAll = h, d, true
+		c.Hub.Workers = workers
+	})
+	return s, d
+}
+
+// durableMember is a member of the group "jobs" on demo/general/jobs.
+func durableMember(t *testing.T, s *Server, token string) *testpeer.Peer {
+	t.Helper()
+	p := authed(t, s, token)
+	p.Send("type", "subscribe", "topic", "demo/general/jobs", "loadBalance", true, "loadBalanceGroup", "jobs")
+	p.ExpectFields("type", "subscribed", "topic", "demo/general/jobs")
+	return p
+}
+
+// jobOf is the data of a message frame, as an int.
+func jobOf(t *testing.T, f testpeer.Frame) int {
+	t.Helper()
+	if f.Type() != "message" {
+		t.Fatalf("want a message, got %s", f)
+	}
+	n, err := strconv.Atoi(fmt.Sprint(f.Map["data"]))
+	if err != nil {
+		t.Fatalf("message data %v: %v", f.Map["data"], err)
+	}
+	return n
+}
+
+// TestDurableGroupGetsNoLiveCopy: on one node (no bus) with one worker,
+// which a plain subscriber of the topic makes take every publication, a
+// durable group's members get each live publish once, from the store's
+// feed, never also from the hub's live fan-out (hub: durable groups are
+// kept out of the indexes publications are matched against);
+// round-robin between them. The plain subscriber gets each once too.
+func TestDurableGroupGetsNoLiveCopy(t *testing.T) {
+	s, _ := startDurable(t, 10*time.Second, 1)
+	plain := authed(t, s, "dev-token-alice")
+	plain.Send("type", "subscribe", "topic", "demo/general/jobs")
+	plain.ExpectFields("type", "subscribed", "topic", "demo/general/jobs")
+	m1, m2 := durableMember(t, s, "dev-token-bob"), durableMember(t, s, "dev-token-bob")
+	pub := authed(t, s, "dev-token-alice")
+	const n = 40
+	for i := range n {
+		pub.Send("type", "publish", "topic", "demo/general/jobs", "data", i, "msgRef", strconv.Itoa(i))
+		pub.ExpectFields("type", "published", "msgRef", strconv.Itoa(i))
+	}
+	got := map[int]int{}
+	per := map[*testpeer.Peer]int{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		for _, m := range []*testpeer.Peer{m1, m2} {
+			if f, err := m.Read(50 * time.Millisecond); err == nil {
+				got[jobOf(t, f)]++
+				per[m]++
+				m.Send("type", "ack", "msgId", f.Map["msgId"])
+			}
+		}
+	}
+	m1.ExpectNothing(300 * time.Millisecond)
+	m2.ExpectNothing(10 * time.Millisecond)
+	for i := range n {
+		if got[i] != 1 {
+			t.Fatalf("message %d delivered %d times (all: %v)", i, got[i], got)
+		}
+	}
+	if per[m1] == 0 || per[m2] == 0 {
+		t.Fatalf("one member got everything: %d and %d", per[m1], per[m2])
+	}
+	for i := range n {
+		if j := jobOf(t, plain.ExpectType("message")); j != i {
+			t.Fatalf("plain subscriber got %d, want %d", j, i)
+		}
+	}
+	plain.ExpectNothing(10 * time.Millisecond)
+}
+
+// TestDurableGroupRedeliversWhatADroppedMemberDidNotAck: a member that
+// drops before acking gives its message back, which the next member gets
+// with isReplay:true; a member that keeps its connection open past the
+// grace without acking (as the SDKs that never ack) has taken it: nobody
+// gets it again.
+func TestDurableGroupRedeliversWhatADroppedMemberDidNotAck(t *testing.T) {
+	s, d := startDurable(t, 300*time.Millisecond, 2)
+	pub := authed(t, s, "dev-token-alice")
+	publish := func(i int) {
+		pub.Send("type", "publish", "topic", "demo/general/jobs", "data", i, "msgRef", strconv.Itoa(i))
+		pub.ExpectFields("type", "published", "msgRef", strconv.Itoa(i))
+	}
+
+	dropper := durableMember(t, s, "dev-token-bob")
+	publish(1)
+	if n := jobOf(t, dropper.ExpectType("message")); n != 1 {
+		t.Fatalf("got %d, want 1", n)
+	}
+	_ = dropper.Conn.Close()
+	next := durableMember(t, s, "dev-token-bob")
+	f := next.ExpectType("message")
+	if jobOf(t, f) != 1 || f.Map["isReplay"] != true {
+		t.Fatalf("the dropped member's message came back as %s, want data 1 with isReplay", f)
+	}
+	next.Send("type", "ack", "msgId", f.Map["msgId"])
+
+	publish(2)
+	f = next.ExpectType("message")
+	if jobOf(t, f) != 2 {
+		t.Fatalf("got %s, want data 2", f)
+	}
+	// no ack: once the grace passes with the connection open, it is taken
+	deadline := time.Now().Add(5 * time.Second)
+	for d.Stats().Taken == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := d.Stats(); st.Taken != 1 || st.Acked != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v, want 1 taken, 1 acked, none pending", st)
+	}
+	_ = next.Conn.Close()
+	last := durableMember(t, s, "dev-token-bob")
+	last.ExpectNothing(2 * time.Second)
+}
