@@ -258,6 +258,7 @@ func (b *historyBackend) Collect(_ context.Context, d *metrics.Descs, ch chan<- 
 	metrics.Counter(ch, d.DurableDeliveries, g.Acked, "acked")
 	metrics.Counter(ch, d.DurableDeliveries, g.Taken, "taken")
 	metrics.Counter(ch, d.DurableDeliveries, g.Returned, "returned")
+	metrics.Counter(ch, d.DurableDeliveries, g.Filtered, "filtered")
 	metrics.Gauge(ch, d.DurablePending, float64(g.Pending))
 }
 

@@ -85,6 +85,7 @@ type Stats struct {
 	Acked     uint64 // entries acknowledged by their member
 	Taken     uint64 // entries acknowledged after Grace without the member's ack
 	Returned  uint64 // entries given back: member gone, or no member here
+	Filtered  uint64 // entries no member here takes (their filter): acknowledged undelivered
 	Pending   int    // entries handed out and not settled yet
 }
 
@@ -103,7 +104,7 @@ type Groups struct {
 	pending map[string]*pending // msgId (or "#stream sequence") → entry handed out
 	npend   atomic.Int64        // len(pending), read without mu by Acked
 
-	delivered, acked, taken, returned atomic.Uint64
+	delivered, acked, taken, returned, filtered atomic.Uint64
 }
 
 // feed is the fetch loop of one group on this node.
@@ -177,33 +178,49 @@ func (g *Groups) Interest(name, key string, delta int, ready func()) {
 }
 
 // run is the feed f until ctx ends: it gets the group's consumer, calls
-// ready, and hands out what the consumer gives.
+// ready, and hands out what the consumer gives; after a failed fetch it
+// gets the consumer again (one removed meanwhile is made anew).
 func (g *Groups) run(ctx context.Context, f *feed, ready func()) {
 	defer g.wg.Done()
-	var cons jetstream.Consumer
+	since := time.Now()
+	for ctx.Err() == nil {
+		cons := g.consumer(ctx, f, &ready)
+		if cons == nil {
+			return
+		}
+		g.fetch(ctx, f, cons, since)
+	}
+}
+
+// consumer gets the group's consumer, asking again every retryEvery until
+// ctx ends (nil then); *ready, when not nil, is called after the first
+// answer, a failure included (a store that is down must not hold the
+// members' subscribe), and cleared.
+func (g *Groups) consumer(ctx context.Context, f *feed, ready *func()) jetstream.Consumer {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c, err := g.cfg.History.GroupConsumer(cctx, f.name, f.key, history.GroupOptions{
 			AckWait: g.cfg.AckWait, MaxAckPending: g.cfg.MaxPending, Inactive: g.cfg.Inactive})
 		cancel()
-		if err == nil {
-			cons = c
-		} else if ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil {
 			g.cfg.Logger.Warn("durable group: no consumer in the history; asking again",
 				zap.String("group", f.name), zap.String("topic", f.key), zap.Error(err))
 		}
-		if ready != nil {
-			ready() // confirmed either way: a store that is down must not hold the subscribe
-			ready = nil
+		if *ready != nil {
+			(*ready)()
+			*ready = nil
 		}
-		if cons != nil || !wait(ctx, retryEvery) {
-			break
+		if err == nil {
+			return c
+		}
+		if !wait(ctx, retryEvery) {
+			return nil
 		}
 	}
-	if cons == nil {
-		return
-	}
-	since := time.Now()
+}
+
+// fetch hands out what cons gives until ctx ends or a fetch fails.
+func (g *Groups) fetch(ctx context.Context, f *feed, cons jetstream.Consumer, since time.Time) {
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait))
 		if err != nil {
@@ -211,7 +228,7 @@ func (g *Groups) run(ctx context.Context, f *feed, ready func()) {
 				g.cfg.Logger.Warn("durable group: fetch failed", zap.String("group", f.name), zap.Error(err))
 				wait(ctx, retryEvery)
 			}
-			continue
+			return
 		}
 		for msg := range batch.Messages() {
 			if ctx.Err() != nil {
@@ -244,19 +261,27 @@ func (g *Groups) handOut(f *feed, msg jetstream.Msg, since time.Time) {
 		id = "#" + strconv.FormatUint(md.Sequence.Stream, 10)
 	}
 	p := &hub.Publication{Key: f.key, Topic: m.Topic, Filter: m.Filter, Msg: m, Echo: true}
-	h.DeliverDurable(p, f.name, f.key, func(c *hub.Conn) {
-		if c == nil {
+	h.DeliverDurable(p, f.name, f.key, func(c *hub.Conn, members bool) {
+		switch {
+		case c != nil:
+		case members:
+			// The group has members here and none takes the message's
+			// filter: nobody of the group wants it, as in a plain group.
+			g.filtered.Add(1)
+			_ = msg.Ack()
+			return
+		default:
 			g.returned.Add(1)
 			_ = msg.NakWithDelay(time.Second) // no member here now: another node's, or later
 			return
 		}
 		g.delivered.Add(1)
 		g.mu.Lock()
-		if old := g.pending[id]; old != nil {
-			_ = old.msg.Ack() // the same entry again (redelivered): the older hand-out is settled by this one
-		} else {
+		if g.pending[id] == nil {
 			g.npend.Add(1)
 		}
+		// A hand-out of the same entry still pending (JetStream gave it
+		// again after AckWait) is superseded: the new one settles it.
 		g.pending[id] = &pending{msg: msg, c: c, at: time.Now()}
 		g.mu.Unlock()
 	})
@@ -269,15 +294,19 @@ func (g *Groups) Acked(c *hub.Conn, msgIDs []string) {
 	if g.npend.Load() == 0 {
 		return
 	}
+	var acks []jetstream.Msg
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, id := range msgIDs {
 		if p := g.pending[id]; p != nil && p.c == c {
-			_ = p.msg.Ack()
+			acks = append(acks, p.msg)
 			delete(g.pending, id)
 			g.npend.Add(-1)
 			g.acked.Add(1)
 		}
+	}
+	g.mu.Unlock()
+	for _, m := range acks {
+		_ = m.Ack()
 	}
 }
 
@@ -298,23 +327,31 @@ func (g *Groups) sweep() {
 }
 
 // settle gives back the entries whose connection closed (all of them when
-// all is set) and takes those past Grace.
+// all is set) and takes those past Grace. The acknowledgements are sent
+// after the lock is let go: a hub worker's hand-out never waits on them.
 func (g *Groups) settle(now time.Time, all bool) {
+	var back, taken []jetstream.Msg
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for id, p := range g.pending {
 		switch {
 		case all || p.c.Closed():
-			_ = p.msg.Nak()
-			g.returned.Add(1)
+			back = append(back, p.msg)
 		case now.Sub(p.at) >= g.cfg.Grace:
-			_ = p.msg.Ack()
-			g.taken.Add(1)
+			taken = append(taken, p.msg)
 		default:
 			continue
 		}
 		delete(g.pending, id)
 		g.npend.Add(-1)
+	}
+	g.mu.Unlock()
+	g.returned.Add(uint64(len(back)))
+	g.taken.Add(uint64(len(taken)))
+	for _, m := range back {
+		_ = m.Nak()
+	}
+	for _, m := range taken {
+		_ = m.Ack()
 	}
 }
 
@@ -323,7 +360,7 @@ func (g *Groups) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return Stats{Feeds: len(g.feeds), Delivered: g.delivered.Load(), Acked: g.acked.Load(),
-		Taken: g.taken.Load(), Returned: g.returned.Load(), Pending: len(g.pending)}
+		Taken: g.taken.Load(), Returned: g.returned.Load(), Filtered: g.filtered.Load(), Pending: len(g.pending)}
 }
 
 // Close stops every feed, waits for them, and gives back what members had

@@ -468,23 +468,27 @@ func (h *Hub) Redeliver(p *Publication, name, key string, done func(delivered bo
 
 // DeliverDurable delivers p, a message of the durable group name on key
 // (SubSpec.Durable) that the store handed to this node, to the group's
-// next member here that accepts it, on the group's worker, and then calls
-// done there with that member's connection, or with nil when the group
-// has no such member here (any more). p is marked Durable: no resumable
-// session's tap keeps it, the store redelivers it instead. done must not
-// block.
-func (h *Hub) DeliverDurable(p *Publication, name, key string, done func(c *Conn)) {
+// next member here that accepts it (its filters), on the group's worker,
+// and then calls done there with that member's connection, or with nil
+// when none took it; members says whether the group has members here (a
+// nil c with members: none accepts p's filter). p is marked Durable: no
+// resumable session's tap keeps it, the store redelivers it instead. done
+// must not block.
+func (h *Hub) DeliverDurable(p *Publication, name, key string, done func(c *Conn, members bool)) {
 	p.Durable = true
 	h.forms.build(p)
 	w := h.groupWorker(name)
 	w.post(op{kind: opRun, fn: func(*Conn) {
-		var c *Conn
-		if g := w.grp.byID[groupID(name, key, true)]; g != nil {
-			if m := w.deliverGroup(p, g); m != nil {
-				c = m.c
-			}
+		g := w.grp.byID[groupID(name, key, true)]
+		if g == nil {
+			done(nil, false)
+			return
 		}
-		done(c)
+		var c *Conn
+		if m := w.deliverGroup(p, g); m != nil {
+			c = m.c
+		}
+		done(c, len(g.members) > 0)
 	}})
 }
 

@@ -149,3 +149,24 @@ func TestDurableGroupRedeliversWhatADroppedMemberDidNotAck(t *testing.T) {
 	last := durableMember(t, s, "dev-token-bob")
 	last.ExpectNothing(2 * time.Second)
 }
+
+// TestDurableGroupMessageNoMemberWantsIsNotCycled: a message whose filter
+// no member of the group takes is settled, as a plain group drops it,
+// not given back to the store again and again.
+func TestDurableGroupMessageNoMemberWantsIsNotCycled(t *testing.T) {
+	s, d := startDurable(t, 10*time.Second, 2)
+	m := authed(t, s, "dev-token-bob")
+	m.Send("type", "subscribe", "topic", "demo/general/jobs", "loadBalance", true, "loadBalanceGroup", "jobs", "filters", []string{"a"})
+	m.ExpectFields("type", "subscribed", "topic", "demo/general/jobs")
+	pub := authed(t, s, "dev-token-alice")
+	pub.Send("type", "publish", "topic", "demo/general/jobs", "data", 1, "filter", "b")
+	pub.Send("type", "publish", "topic", "demo/general/jobs", "data", 2, "filter", "a", "msgRef", "2")
+	pub.ExpectFields("type", "published", "msgRef", "2")
+	if n := jobOf(t, m.ExpectType("message")); n != 2 {
+		t.Fatalf("got %d, want 2 (filter a)", n)
+	}
+	m.ExpectNothing(1500 * time.Millisecond) // a message given back would come again within a second
+	if st := d.Stats(); st.Filtered != 1 || st.Returned != 0 {
+		t.Fatalf("stats %+v, want 1 filtered, none returned", st)
+	}
+}
