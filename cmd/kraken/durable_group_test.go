@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,5 +151,46 @@ func TestDurableGroupKeepsMessagesAndHandsThemOutOnceAcrossNodes(t *testing.T) {
 	if len(missing) > 0 || len(twice) > 0 {
 		t.Fatalf("%d of %d delivered; missing %v; more than once %v\nnode A:\n%s\nnode B:\n%s",
 			len(got), total, missing, twice, a.stderr, b.stderr)
+	}
+}
+
+// TestDurableGroupRedeliversWhatAKilledNodeHandedOut: a member on node A
+// takes 20 messages without acking, and node A is killed (SIGKILL: no
+// goodbye, nothing given back). A member on node B gets all 20, marked
+// isReplay, once the store's AckWait (30 s) has passed.
+func TestDurableGroupRedeliversWhatAKilledNodeHandedOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the store's 30 s AckWait")
+	}
+	a, b := durableNodes(t)
+	taker := joinGroup(t, a, "worker", "wa")
+	publishJobs(t, b, 0, 20)
+	for range 20 {
+		taker.ExpectType("message") // taken, never acked
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-a.done:
+		a.done <- err // for startBroker's cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("node A did not die")
+	}
+	m := joinGroup(t, b, "worker", "wb")
+	got := map[int]bool{}
+	deadline := time.Now().Add(45 * time.Second)
+	for len(got) < 20 && time.Now().Before(deadline) {
+		f, err := m.Read(time.Second)
+		if err != nil {
+			continue
+		}
+		if f.Type() != "message" || f.Map["isReplay"] != true {
+			t.Fatalf("want a redelivered message with isReplay, got %s", f)
+		}
+		n, _ := strconv.Atoi(fmt.Sprint(f.Map["data"]))
+		got[n] = true
+		m.Send("type", "ack", "msgId", f.Map["msgId"])
+	}
+	if len(got) != 20 {
+		t.Fatalf("node B's member got %d of the 20 node A had handed out: %v\n%s", len(got), got, b.stderr)
 	}
 }
