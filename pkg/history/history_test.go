@@ -519,3 +519,41 @@ func TestMaxPendingBytesBoundsTheMemoryHeld(t *testing.T) {
 		t.Fatalf("kept %d, stats %+v, held %d bytes: want 10 kept (10,000 bytes), 40 dropped", kept, h.Stats(), h.held.Load())
 	}
 }
+
+// TestCountSaysWhatAReadLeftOut: Count gives the entries of the topics in
+// (after, last] that a Read stopped at its limit did not return, exactly
+// up to its max, and says when there are more.
+func TestCountSaysWhatAReadLeftOut(t *testing.T) {
+	nc, _ := connect(t)
+	h := open(t, nc, Config{})
+	for i := 0; i < 30; i++ {
+		h.Append("a/b/c", "", []byte(fmt.Sprint(i)))
+		h.Append("x/y/z", "", []byte("other"))
+	}
+	settle(t, h)
+	_, res := read(t, h, []string{"a/+/c"}, 0, 7)
+	if res.Next == 0 || res.Last != 60 {
+		t.Fatalf("read: %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		topics     []string
+		after      uint64
+		last       uint64
+		max, wantN int
+		wantExact  bool
+	}{
+		{[]string{"a/+/c"}, res.Next, res.Last, 1000, 23, true}, // what the Read left
+		{[]string{"a/b/c", "x/#"}, 0, 60, 1000, 60, true},
+		{[]string{"a/b/c"}, 0, 20, 1000, 10, true}, // only up to last
+		{[]string{"a/b/c"}, 0, 60, 5, 5, false},    // more than max
+		{[]string{"nothing/here"}, 0, 60, 1000, 0, true},
+		{[]string{"a/b/c"}, 60, 60, 1000, 0, true},
+	} {
+		n, exact, err := h.Count(ctx, tt.topics, tt.after, tt.last, tt.max)
+		if err != nil || n != tt.wantN || exact != tt.wantExact {
+			t.Errorf("Count(%q, %d, %d, %d) = %d, %v, %v; want %d, %v", tt.topics, tt.after, tt.last, tt.max, n, exact, err, tt.wantN, tt.wantExact)
+		}
+	}
+}

@@ -101,6 +101,25 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 	if err != nil {
 		return fail("read", err)
 	}
+	// Entries are the session's messages one for one unless a
+	// subscription has filters: only then is a count of entries left out a
+	// count of messages lost.
+	counted := true
+	for _, s := range specs {
+		counted = counted && s.Filters == nil
+	}
+	// left is how many entries after the last one read the Read's limit
+	// left out (0 when it stopped at none, or when they cannot be counted).
+	left := func() int {
+		if res.Next == 0 || !counted {
+			return 0
+		}
+		n, exact, err := r.cfg.History.Count(ctx, topics, res.Next, res.Last, maxCounted)
+		if err != nil || !exact {
+			return 0
+		}
+		return n
+	}
 	var out Gap
 	switch {
 	case gap:
@@ -108,7 +127,7 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 	case !res.Complete:
 		out.Reason, out.Lost = res.Reason, max(res.Lost, 0)
 	case res.Next != 0:
-		out.Reason = ReasonOverflow // how many are left is not counted
+		out.Reason, out.Lost = ReasonOverflow, left()
 	}
 	missed := make([]Missed, 0, len(entries))
 	bytes := 0
@@ -129,10 +148,11 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 			payload := wire.AppendMessage(nil, &rm)
 			if bytes += len(payload); bytes > r.cfg.MaxBytes {
 				// The oldest are replayed, with no gap; the entries left
-				// are counted when Read returned every one.
+				// are counted: those read and not replayed, and those the
+				// Read's limit left out.
 				lost := 0
-				if res.Next == 0 {
-					lost = len(entries) - i
+				if counted {
+					lost = len(entries) - i + left()
 				}
 				return missed, Gap{Reason: ReasonOverflow, Lost: lost}
 			}

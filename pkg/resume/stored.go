@@ -36,6 +36,9 @@ type History interface {
 	Sync(ctx context.Context) error
 	// Read returns the entries of topics after the position after.
 	Read(ctx context.Context, topics []string, after uint64, limit int) ([]history.Entry, history.ReadResult, error)
+	// Count returns how many entries of topics are stored in (after,
+	// last], at most max; exact false when there are more.
+	Count(ctx context.Context, topics []string, after, last uint64, max int) (n int, exact bool, err error)
 }
 
 // Defaults of the durable sessions (Config.Store).
@@ -56,6 +59,10 @@ const (
 	// (when Config.MaxMessages is 0); past it the oldest are replayed and
 	// replayEnd says backlog_limit.
 	DefaultMaxReplay = 10000
+	// maxCounted bounds the entries a replay stopped at its limit counts
+	// to say how many it left out (replayEnd's lost): past it, lost is not
+	// sent.
+	maxCounted = 1_000_000
 	// storeTimeout bounds one Store or History request of a resume, and a
 	// batch of saves.
 	storeTimeout = 5 * time.Second

@@ -214,6 +214,38 @@ func TestStoredReplayBoundedByBytes(t *testing.T) {
 	}
 }
 
+// The replay from the history stops at MaxMessages and says backlog_limit
+// with the count of messages it left out (history.Count past the Read's
+// limit); with filters on a subscription, entries are not its messages one
+// for one, and no count is given.
+func TestStoredReplayBoundedByMessages(t *testing.T) {
+	nc := jetStream(t)
+	n := newDurableNode(t, nc, "node-a")
+	n.r.cfg.MaxMessages = 7
+	pos := time.Now().Add(-time.Second)
+	for i := range 30 {
+		n.appendMessage(t, "app/k", fmt.Sprint(i))
+		n.appendMessage(t, "app/other", "x")
+	}
+	for _, tt := range []struct {
+		filters  []string
+		wantLost int
+	}{{nil, 23}, {[]string{"f"}, 0}} {
+		c := n.h.Register(nullTransport{})
+		c.SetPhase(hub.PhaseAuthed)
+		n.r.Attach(c, "s", true, time.Minute)
+		st := &Stored{ID: "s", Specs: []Spec{{Pattern: "k", Key: "app/k", QoS: 1, Filters: tt.filters}}, Position: pos}
+		got := make(chan []Missed, 1)
+		var gap Gap
+		n.r.ReplayStored(context.Background(), c, st, func(_ *hub.Conn, m []Missed, g Gap) { gap = g; got <- m })
+		missed := <-got
+		if tt.filters == nil && len(missed) != 7 || gap.Reason != ReasonOverflow || gap.Lost != tt.wantLost {
+			t.Fatalf("filters %q: %d replayed, gap %+v; want 7 (without filters), backlog_limit, lost %d", tt.filters, len(missed), gap, tt.wantLost)
+		}
+		n.h.Closed(c)
+	}
+}
+
 // A fresh connect on another node (no reconnect:true) does not take a
 // session whose connection is live on node A (the first live connection
 // keeps it), and drops one that A keeps for a dropped connection.
