@@ -124,9 +124,21 @@ func TestRaceOnSubscribeUnsubscribePublish(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, "every table empty", func() bool {
-		return h.Stats().Subscriptions == 0 && h.Stats().Groups == 0
-	})
+	// The goroutines have queued everything, not the workers handled it:
+	// a connection's worker hands a group member to the group's worker
+	// when it handles the subscribe. Two rounds of a no-op on every worker
+	// see both done (the counters could read 0 before either).
+	for range 2 {
+		var round sync.WaitGroup
+		for _, w := range h.workers {
+			round.Add(1)
+			w.post(op{kind: opRun, fn: func(*Conn) { round.Done() }})
+		}
+		round.Wait()
+	}
+	if st := h.Stats(); st.Subscriptions != 0 || st.Groups != 0 {
+		t.Fatalf("%d subscriptions and %d groups counted at the end", st.Subscriptions, st.Groups)
+	}
 	done := make(chan struct{})
 	var left atomic.Int64
 	var pending sync.WaitGroup

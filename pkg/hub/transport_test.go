@@ -125,7 +125,9 @@ func subscribeAndWait(t *testing.T, h *Hub, c *Conn, tr *testTransport, spec Sub
 	t.Helper()
 	spec.Reply = []byte("<subscribed " + spec.Pattern + ">")
 	h.Subscribe(c, &spec)
-	eventually(t, "subscribed "+spec.Pattern, func() bool { return c.PendingReplies() == 0 })
+	// Answered (no reply pending) comes before written: the worker
+	// flushes at the end of its batch.
+	eventually(t, "subscribed "+spec.Pattern, func() bool { return c.PendingReplies() == 0 && tr.size() > 0 })
 	if got := tr.written(); got != string(spec.Reply) {
 		t.Fatalf("reply %q, want %q", got, spec.Reply)
 	}
