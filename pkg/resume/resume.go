@@ -126,6 +126,7 @@ type Registry struct {
 	// unsaved is the records of sessions parked (or ended) since the last
 	// batch of saves to Config.Store.
 	unsaved map[string]sessionkv.Record
+	sources []Source // other transports' sessions, saved with these (AddSource)
 
 	stopListen    func()        // Store.Listen's
 	saving, saved chan struct{} // StopSaving closes saving; saveLoop closes saved
