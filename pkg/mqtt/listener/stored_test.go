@@ -9,6 +9,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker"
 	"github.com/NoLagApp/kraken/pkg/broker/natsbroker/natstest"
@@ -302,5 +303,61 @@ func TestStoredMQTTAndWebSocketSessionsDoNotCollide(t *testing.T) {
 	if r := sc.record(resume.Identity("bob", "same"), func(r sessionkv.Record, ok bool) bool { return ok }); r.Node != "a" ||
 		len(r.Specs) != 1 || r.Specs[0].Pattern != "demo/general/ws-only" {
 		t.Fatalf("WebSocket session's record %+v", r)
+	}
+}
+
+// A Clean Session 0 CONNECT whose record cannot be read (here: it does
+// not decode) starts a new session (session present 0) and writes
+// nothing over the record, neither while connected nor when it goes.
+func TestStoredSessionUnreadableStartsNewSessionAndWritesNothing(t *testing.T) {
+	sc := newStoredCluster(t)
+	z := sc.node("z")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(sc.conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, sc.store.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sessionkv.Key(mqttID("meter-5"))
+	if _, err := kv.Put(ctx, key, []byte("not a record")); err != nil {
+		t.Fatal(err)
+	}
+	c, present := sessionClient(t, z, "meter-5", false)
+	if present {
+		t.Fatal("session present 1 from a record that cannot be read")
+	}
+	c.send(subscribeQoS(1, 1, topic))
+	c.expect(0x90)
+	time.Sleep(1500 * time.Millisecond) // past a batch of saves
+	_ = c.c.Close()
+	waitFor(t, func() bool { return z.mqtt.KeptSessions() == 1 })
+	time.Sleep(1500 * time.Millisecond)
+	if e, err := kv.Get(ctx, key); err != nil || string(e.Value()) != "not a record" {
+		t.Fatalf("the unreadable record was written over: %v", err)
+	}
+}
+
+// A node's shutdown writes the persistent sessions it parks: a connected
+// client's record says parked afterwards, and another node resumes it.
+func TestShutdownSavesParkedMQTTSessions(t *testing.T) {
+	sc := newStoredCluster(t)
+	a, z := sc.node("a"), sc.node("z")
+	subscribedSession(t, a, "meter-6")
+	sc.record(mqttID("meter-6"), func(r sessionkv.Record, ok bool) bool { return ok && r.Live && len(r.Specs) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.node.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := sc.store.Load(ctx, mqttID("meter-6"))
+	if err != nil || !ok || r.Live || r.Node != "a" || len(r.Specs) != 1 {
+		t.Fatalf("record after the shutdown %+v (found %v, %v), want parked on a", r, ok, err)
+	}
+	if _, present := sessionClient(t, z, "meter-6", false); !present {
+		t.Fatal("the session node a parked at its shutdown was not resumed on node z")
 	}
 }
