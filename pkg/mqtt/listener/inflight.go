@@ -285,3 +285,10 @@ func (f *inflight) oldest() (at int64, changes uint64) {
 	}
 	return at, f.changes
 }
+
+// changeCount returns the window's change count (inflight.changes).
+func (f *inflight) changeCount() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes
+}

@@ -145,32 +145,38 @@ func (l *Listener) record(ps *persist, specs []hub.SubSpec, live bool, pos, now 
 func (l *Listener) LiveRecords(now time.Time) []sessionkv.Record {
 	_, lag, refresh := l.store.SaveTiming()
 	l.clients.mu.Lock()
-	lives := make([]*conn, 0, len(l.clients.m))
+	lives := make([]holder, 0, len(l.clients.m))
 	for _, h := range l.clients.m {
 		if h.ps != nil {
-			lives = append(lives, h.st)
+			lives = append(lives, h)
 		}
 	}
 	l.clients.mu.Unlock()
 	var recs []sessionkv.Record
-	for _, st := range lives {
-		ps := st.persistent()
+	for _, h := range lives {
+		ps, f := h.ps, h.st.window.Load()
+		var changes uint64
+		if f != nil {
+			changes = f.changeCount()
+		}
 		s := &ps.saves
-		s.mu.Lock()
-		floor := s.floor
-		s.mu.Unlock()
-		pos, changes := position(st.window.Load(), floor, now, lag)
 		s.mu.Lock()
 		every := refresh
 		if every <= 0 {
 			every = ps.expiry / 3
 		}
-		if s.off || !s.changed && (s.savedAt.IsZero() || changes == s.mark && now.Sub(s.savedAt) < every) {
-			s.mu.Unlock()
+		skip := s.off || !s.changed && (s.savedAt.IsZero() || changes == s.mark && now.Sub(s.savedAt) < every)
+		floor := s.floor
+		s.mu.Unlock()
+		if skip { // an idle session costs no write, nor a look at its window
 			continue
 		}
-		s.changed, s.savedAt, s.mark = false, now, changes
-		recs = append(recs, l.record(ps, s.specs, true, pos, now))
+		pos, changes := position(f, floor, now, lag)
+		s.mu.Lock()
+		if !s.off {
+			s.changed, s.savedAt, s.mark = false, now, changes
+			recs = append(recs, l.record(ps, s.specs, true, pos, now))
+		}
 		s.mu.Unlock()
 	}
 	return recs
