@@ -50,19 +50,7 @@ func TestResumeAcrossARestart(t *testing.T) {
 				publish(alice, i)
 			}
 			waitForMetric(t, admin, "kraken_history_stored_messages", 6)
-			// The parked session is saved within a second (SIGTERM saves it
-			// anyway); without it, after SIGKILL, the live record serves.
-			time.Sleep(1200 * time.Millisecond)
-			_ = b.cmd.Process.Signal(sig)
-			select {
-			case err := <-b.done:
-				b.done <- err
-				if sig == syscall.SIGTERM && err != nil {
-					t.Fatalf("exit after SIGTERM: %v\n%s", err, b.stderr)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("no exit within 20 s of %v", sig)
-			}
+			stopAfterSave(t, b, sig)
 
 			b2 := startBroker(t, "", env...)
 			bob2 := testpeer.Dial(t, b2.addr)
@@ -86,6 +74,25 @@ func TestResumeAcrossARestart(t *testing.T) {
 				t.Fatalf("live message marked as a replay: %s", f)
 			}
 		})
+	}
+}
+
+// stopAfterSave gives b the time to save the session parked last (within
+// a second; SIGTERM saves it anyway; without it, after SIGKILL, the live
+// record serves), then sends it sig and waits up to 20 s for its exit,
+// which must be clean after SIGTERM.
+func stopAfterSave(t *testing.T, b *broker, sig syscall.Signal) {
+	t.Helper()
+	time.Sleep(1200 * time.Millisecond)
+	_ = b.cmd.Process.Signal(sig)
+	select {
+	case err := <-b.done:
+		b.done <- err
+		if sig == syscall.SIGTERM && err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, b.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no exit within 20 s of %v", sig)
 	}
 }
 

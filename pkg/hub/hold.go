@@ -11,6 +11,8 @@ type heldPub struct {
 	p        *Publication
 	display  string
 	wildcard bool
+	qos      uint8            // an acknowledged delivery's QoS (Acker), 0 for a plain one
+	re       RetainedEncoding // an acknowledged delivery's retained form, nil for none
 }
 
 func (h *held) add(p *Publication, display string, wildcard bool) {
@@ -19,6 +21,8 @@ func (h *held) add(p *Publication, display string, wildcard bool) {
 
 // HoldDeliveries makes c's worker keep back every delivery to c, in order,
 // until ReleaseDeliveries: a session being resumed gets its replay first.
+// Acknowledged deliveries (Acker) are held too, and handed to the Acker
+// on release.
 // Call it only from Hub.Run; the frames the session writes itself (replies)
 // are not held. It costs a nil check per delivery on connections that hold
 // nothing.
@@ -43,6 +47,11 @@ func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 	w := c.w
 	for _, d := range h.pubs {
 		if skip != nil && skip(d.p) {
+			continue
+		}
+		if d.qos > 0 {
+			w.deliverQoS1(d.p, c, d.display, d.wildcard, d.re, d.qos)
+			w.deliveries.Add(1)
 			continue
 		}
 		if t := c.tap.Load(); t != nil && !t.off {

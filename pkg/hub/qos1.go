@@ -53,6 +53,10 @@ func deliveryQoS(p *Publication, c *Conn, sub uint8) uint8 {
 // deliverQoS1 hands p to c's Acker as an acknowledged delivery of QoS
 // qos; in its retained form when re is not nil (sendRetained).
 func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding, qos uint8) {
+	if c.held != nil {
+		c.held.pubs = append(c.held.pubs, heldPub{p: p, display: display, wildcard: wildcard, qos: qos, re: re})
+		return
+	}
 	head, tail := w.frames.getQoS1(p, c, display, wildcard)
 	if head == nil {
 		return

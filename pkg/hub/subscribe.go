@@ -167,6 +167,18 @@ type Subscription struct {
 	Durable     bool // a durable group's member (SubSpec.Durable)
 }
 
+// SubSpecs returns c's subscriptions as the SubSpecs that would make them
+// again (without reply frames), newest first, as a Parker gets them. Call
+// it only from Hub.Run.
+func (c *Conn) SubSpecs() []SubSpec {
+	c.w.mustOwn("SubSpecs")
+	out := make([]SubSpec, 0, c.nsubs)
+	for s := c.subs; s != nil; s = s.next {
+		out = append(out, s.spec())
+	}
+	return out
+}
+
 // Subscriptions lists c's subscriptions. Call it only from Hub.Run.
 func (c *Conn) Subscriptions() []Subscription {
 	c.w.mustOwn("Subscriptions")

@@ -84,8 +84,8 @@ func NewDescs() Descs {
 		MQTTSessionDropped: n("mqtt_session_messages_dropped_total", "QoS 1 and 2 messages a kept MQTT session dropped past its bounds (RESUME_MAX_BYTES, STORE_MAX_MESSAGES) while its client was away."),
 		ResumeParked:       n("resume_sessions_parked", "Resumable sessions kept while their client is disconnected (RESUME_SESSIONS); they hold no socket."),
 		ResumeReplays:      n("resume_replays_total", "Replays sent to reconnects with reconnect:true, by result: complete, session_expired, session_taken_over, backlog_limit, history_limit, store_unavailable.", "result"),
-		ResumeSaved:        n("resume_saved_total", "Resumable session records written to the session store (STORE_BACKEND=jetstream), by result: ok, error (records of a batch the store refused).", "result"),
-		ResumeTakenOver:    n("resume_taken_over_total", "Resumable sessions of this node that a reconnect resumed on another node (the live connection closed or the kept session dropped here)."),
+		ResumeSaved:        n("resume_saved_total", "Resumable session records written to the session store (STORE_BACKEND=jetstream), MQTT persistent sessions' included, by result: ok, error (records of a batch the store refused).", "result"),
+		ResumeTakenOver:    n("resume_taken_over_total", "Resumable sessions of this node, MQTT persistent sessions included, that a reconnect resumed on another node (the live connection closed or the kept session dropped here)."),
 		ResumeRedelivered:  n("resume_redelivered_total", "Unacked load-balanced messages of sessions that ended unresumed, by result: given_back (to another member of the group), lost (no member on this node).", "result"),
 		Topics:             n("topics", "Routing keys and wildcard patterns with a broadcast subscriber, counted once per worker that holds one."),
 

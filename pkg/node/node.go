@@ -209,6 +209,12 @@ func (n *Node) Protocol() *session.Protocol { return n.proto }
 // Hub returns the worker pool.
 func (n *Node) Hub() *hub.Hub { return n.hub }
 
+// Sessions returns the node's resumable sessions: with Config.Sessions,
+// their saves to the Store and their replays from the history, which
+// another transport's durable sessions use too (resume.Registry.AddSource,
+// Fetch, ReadStored).
+func (n *Node) Sessions() *resume.Registry { return n.resume }
+
 // Broker returns the fan-out broker (session.Config.Broker, local.Broker
 // for a single node).
 func (n *Node) Broker() broker.Broker { return n.broker }

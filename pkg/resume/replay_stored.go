@@ -64,6 +64,35 @@ func (r *Registry) ReplayStored(ctx context.Context, c *hub.Conn, st *Stored, wr
 // position: the messages to replay, oldest first, and what the replay does
 // not cover.
 func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
+	var missed []Missed
+	gap := r.ReadStored(ctx, st, func(s *Spec, m *wire.Message, room int) int {
+		m.IsReplay = true
+		payload := wire.AppendMessage(nil, m)
+		if len(payload) > room {
+			return -1
+		}
+		missed = append(missed, Missed{MsgID: m.MsgID, Topic: s.Pattern, Payload: payload})
+		return len(payload)
+	})
+	return missed, gap
+}
+
+// ReadStored reads from the history what was published on st's
+// collecting subscriptions (QoS ≥ 1, not load-balanced) since its
+// position, once this node's appends are stored (History.Sync) and the
+// other nodes' have had replaySettle to arrive, and calls add with each
+// message, oldest first, once (for the first subscription that matches
+// it), as that subscription receives it: Topic its pattern, SourceTopic
+// the concrete topic for a wildcard one. add returns the bytes it took,
+// or -1 when the message needs more than room, what is left of
+// Config.MaxBytes: it took nothing, and the rest is left out
+// (ReasonOverflow), as it is past Config.MaxMessages (DefaultMaxReplay)
+// messages read. The Gap says what the replay does
+// not cover: history.ReasonLimit when the history's bounds removed some,
+// ReasonOverflow past the replay's bounds, ReasonUnavailable when the
+// history could not be read within storeTimeout (5 s), with the count
+// lost when it is known. It blocks for the reads.
+func (r *Registry) ReadStored(ctx context.Context, st *Stored, add func(s *Spec, m *wire.Message, room int) int) Gap {
 	var specs []*Spec
 	var topics []string
 	for i := range st.Specs {
@@ -73,13 +102,16 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 		}
 	}
 	if len(specs) == 0 {
-		return nil, Gap{}
+		return Gap{}
+	}
+	if r.cfg.History == nil {
+		return Gap{Reason: ReasonUnavailable}
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	fail := func(what string, err error) ([]Missed, Gap) {
+	fail := func(what string, err error) Gap {
 		r.cfg.Logger.Warn("replay from the message history failed", zap.String("step", what), zap.Error(err))
-		return nil, Gap{Reason: ReasonUnavailable}
+		return Gap{Reason: ReasonUnavailable}
 	}
 	if err := r.cfg.History.Sync(ctx); err != nil {
 		return fail("sync", err)
@@ -129,7 +161,6 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 	case res.Next != 0:
 		out.Reason, out.Lost = ReasonOverflow, left()
 	}
-	missed := make([]Missed, 0, len(entries))
 	bytes := 0
 	for i, e := range entries {
 		m, err := wire.ParseMessage(e.Data)
@@ -141,12 +172,12 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 				continue
 			}
 			rm := m
-			rm.Topic, rm.IsReplay, rm.SourceTopic = s.Pattern, true, ""
+			rm.Topic, rm.SourceTopic = s.Pattern, ""
 			if s.Wildcard {
 				rm.SourceTopic = m.Topic
 			}
-			payload := wire.AppendMessage(nil, &rm)
-			if bytes += len(payload); bytes > r.cfg.MaxBytes {
+			n := add(s, &rm, r.cfg.MaxBytes-bytes)
+			if n < 0 {
 				// The oldest are replayed, with no gap; the entries left
 				// are counted: those read and not replayed, and those the
 				// Read's limit left out.
@@ -154,13 +185,13 @@ func (r *Registry) readMissed(ctx context.Context, st *Stored) ([]Missed, Gap) {
 				if counted {
 					lost = len(entries) - i + left()
 				}
-				return missed, Gap{Reason: ReasonOverflow, Lost: lost}
+				return Gap{Reason: ReasonOverflow, Lost: lost}
 			}
-			missed = append(missed, Missed{MsgID: m.MsgID, Topic: s.Pattern, Payload: payload})
+			bytes += n
 			break // one copy per message, as a parked session keeps
 		}
 	}
-	return missed, out
+	return out
 }
 
 // specMatches reports whether a message published on the routing key key

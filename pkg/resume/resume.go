@@ -3,8 +3,10 @@
 // subscriptions are parked on a hub connection of their own, whose
 // transport keeps the messages they receive (bounded per session), until
 // the client reconnects with reconnect:true and the same identity, or the
-// session expires. Single node, in memory: sessions do not survive a
-// restart.
+// session expires. In memory on its node; with a Store (stored.go:
+// STORE_BACKEND=jetstream) the sessions, and those of another transport
+// that is a Source (the MQTT listener's persistent sessions), are also
+// saved where every node and a restarted one resume them.
 package resume
 
 import (
@@ -126,6 +128,7 @@ type Registry struct {
 	// unsaved is the records of sessions parked (or ended) since the last
 	// batch of saves to Config.Store.
 	unsaved map[string]sessionkv.Record
+	sources []Source // other transports' sessions, saved with these (AddSource)
 
 	stopListen    func()        // Store.Listen's
 	saving, saved chan struct{} // StopSaving closes saving; saveLoop closes saved

@@ -191,7 +191,11 @@ func (r *Registry) saveOnce(ctx context.Context) {
 	for c, l := range r.byConn {
 		lives = append(lives, liveConn{c, l})
 	}
+	sources := r.sources
 	r.mu.Unlock()
+	for _, src := range sources {
+		recs = append(recs, src.LiveRecords(now)...)
+	}
 	for _, lc := range lives {
 		r.mu.Lock()
 		if r.byConn[lc.c] != lc.l { // closed meanwhile: parked, in the next batch
@@ -283,7 +287,65 @@ func (r *Registry) takenOver(id string) {
 	if o != nil {
 		r.h.Close(o, takenOverClose)
 	}
+	r.mu.Lock()
+	sources := r.sources
+	r.mu.Unlock()
+	for _, src := range sources {
+		if src.TakenOver(id) {
+			break
+		}
+	}
 	r.stats.takenOver.Add(1)
+}
+
+// Source is the sessions of another transport that the registry saves to
+// Config.Store with its own, in the same batches and with the same
+// rules, and whose takeovers by other nodes it passes on (the MQTT
+// listener's persistent sessions, decisions.md OQ-75). Their IDs must not
+// be ones the registry uses (Identity): prefix them.
+type Source interface {
+	// LiveRecords returns, for the batch being written at now, the records
+	// of its live sessions that changed since they were last returned or
+	// are due for a refresh (SaveTiming); it runs on the saving goroutine
+	// and must not block. Parked and ended sessions go through SaveLater.
+	LiveRecords(now time.Time) []sessionkv.Record
+	// TakenOver ends what this node keeps of session id, which a
+	// connection resumed on another node (Store.TakeOver), and reports
+	// whether id was one of its sessions. It runs on the Store's listening
+	// goroutine and must return quickly.
+	TakenOver(id string) bool
+}
+
+// AddSource adds src to the sessions saved and taken over with the
+// registry's (Source), from the next batch on; a no-op without a Store.
+func (r *Registry) AddSource(src Source) {
+	if r.cfg.Store == nil {
+		return
+	}
+	r.mu.Lock()
+	r.sources = append(r.sources, src)
+	r.mu.Unlock()
+}
+
+// SaveLater queues rec, the record of a Source's session that was parked
+// or ended (Expiry 0), for the next batch, replacing one of its ID queued
+// before; a no-op without a Store.
+func (r *Registry) SaveLater(rec sessionkv.Record) {
+	if r.cfg.Store == nil {
+		return
+	}
+	r.mu.Lock()
+	r.unsaved[rec.ID] = rec
+	r.mu.Unlock()
+}
+
+// SaveTiming returns the rules a Source's records follow: this node's ID
+// (Config.Node), how far behind its save a position is put
+// (Config.PositionLag, DefaultPositionLag) and how often an unchanged
+// live session is written again (Config.Refresh; 0: a third of its
+// expiry).
+func (r *Registry) SaveTiming() (node string, lag, refresh time.Duration) {
+	return r.cfg.Node, r.cfg.PositionLag, r.cfg.Refresh
 }
 
 // Fetch looks session id up in the Store for a reconnect that found

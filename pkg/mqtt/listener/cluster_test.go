@@ -125,19 +125,7 @@ func qosAcrossNodes(t *testing.T, a, z *node) {
 	pub := connected(t, a.mqttAddr(), "dev-token-alice")
 	// Until both subscriptions' interest reached node a (over NATS it
 	// takes a moment): QoS 1 probes, acknowledged.
-	deadline := time.Now().Add(5 * time.Second)
-	for id := uint16(100); ; id++ {
-		pub.send(publishPkt(topic, 1, false, id, "probe"))
-		pub.expect(0x40)
-		if _, body, err := one.read(200 * time.Millisecond); err == nil {
-			one.send(ack(0x40, publishID(body)))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no delivery across nodes within 5 s")
-		}
-	}
-	drainProbes(t, one)
+	untilInterest(t, a, one)
 	drainProbes(t, two)
 
 	expectQoS := func(c *client, who string, want byte, payload string) {

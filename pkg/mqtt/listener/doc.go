@@ -31,7 +31,10 @@
 // A connection's will is published from the reactor's close callback
 // (will.go); a client identifier belongs to one connection per actor, a
 // new CONNECT taking it over (clients.go); a Clean Session 0 connection's
-// session outlives it on a parked hub connection (sessions.go).
+// session outlives it on a parked hub connection (sessions.go) and, with
+// the node's session store (STORE_BACKEND=jetstream), in the store, from
+// which any node, this one after a restart included, resumes it
+// (stored.go).
 //
 // MQTT over WebSocket (websocket.go) is the same code on connections the
 // WebSocket server (pkg/server) accepts on /mqtt and hands over after the
@@ -39,6 +42,6 @@
 // server's binary messages and go out each in one binary frame
 // (WebSocketEncoding, ID 2).
 //
-// What is not supported (docs/mqtt.md): TLS, MQTT 5, sessions that survive
-// a restart or move between nodes.
+// What is not supported (docs/mqtt.md): MQTT 5, and, without the session
+// store, sessions that survive a restart or move between nodes.
 package listener

@@ -25,6 +25,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	knode "github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/node/nodetest"
+	"github.com/NoLagApp/kraken/pkg/resume"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
 )
@@ -84,6 +85,9 @@ type testConfig struct {
 	session.Config
 	Hub    hub.Config
 	Limits edge.Limits
+	// Sessions is the node's session store (node.Config.Sessions), nil
+	// for none.
+	Sessions resume.Store
 }
 
 // startNodeWith is startNode with lmutate applied to the listener's Config.
@@ -94,7 +98,8 @@ func startNodeWith(t testing.TB, mutate func(*testConfig), lmutate func(*listene
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	n, err := knode.New(knode.Config{Hub: cfg.Hub, Session: cfg.Config, Limits: cfg.Limits})
+	n, err := knode.New(knode.Config{Hub: cfg.Hub, Session: cfg.Config, Limits: cfg.Limits, Sessions: cfg.Sessions,
+		NodeID: cfg.NodeID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,10 @@ type inflight struct {
 	maxN    int            // messages kept while parked (0: no bound)
 	drops   *atomic.Uint64 // the listener's count of deliveries a kept session dropped past its bounds
 	ws      bool           // the session's packets are in binary WebSocket frames (MQTT over WebSocket)
+	// changes counts sends, queued deliveries and freed slots: a
+	// persistent session whose count has not moved since its last save is
+	// not written again (stored.go).
+	changes uint64
 }
 
 // withFlags returns a copy of head, a shared PUBLISH head (framed for
@@ -84,12 +88,15 @@ func (f *inflight) withFlags(head []byte, mask, set byte) []byte {
 type sentMsg struct {
 	head, tail []byte
 	seq        uint64
+	at         int64 // unix ns of its delivery (a replay's: of its publish), for the session's saved position
 }
 
-// queued is one delivery waiting for a slot: its shared parts and QoS.
+// queued is one delivery waiting for a slot: its shared parts, QoS and
+// when it was delivered (unix ns; a replay's: when it was published).
 type queued struct {
 	head, tail []byte
 	qos        uint8
+	at         int64
 }
 
 func newInflight(h *hub.Hub, window, maxQueued int, deadline time.Duration) *inflight {
@@ -110,14 +117,14 @@ func (st *conn) Deliver(c *hub.Conn, head, tail []byte, qos uint8) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := time.Now().UnixNano()
 	if f.head == len(f.queue) && f.n < len(f.ids) && !f.holding {
-		f.send(c, head, tail, qos)
+		f.send(c, head, tail, qos, now)
 		return true
 	}
 	if f.holding {
-		return f.keepLocked(head, tail, qos)
+		return f.keepLocked(head, tail, qos, now)
 	}
-	now := time.Now().UnixNano()
 	if f.head == len(f.queue) {
 		f.progress = now // the clock of the write deadline starts with the first waiting message
 	} else if f.deadline > 0 && now-f.progress > f.deadline {
@@ -127,14 +134,15 @@ func (st *conn) Deliver(c *hub.Conn, head, tail []byte, qos uint8) bool {
 	if f.queued+n > f.maxQueued {
 		return false
 	}
-	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos})
+	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos, at: now})
 	f.queued += n
+	f.changes++
 	return true
 }
 
 // send writes one delivery with a fresh identifier, on the worker, with
-// f.mu held and a slot free.
-func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
+// f.mu held and a slot free; at is when it was delivered (unix ns).
+func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8, at int64) {
 	state := slotPuback
 	if qos == 2 {
 		state = slotPubrec
@@ -143,8 +151,9 @@ func (f *inflight) send(c *hub.Conn, head, tail []byte, qos uint8) {
 	id, slot := f.take(state)
 	if f.sent != nil {
 		f.seq++
-		f.sent[slot] = sentMsg{head: head, tail: tail, seq: f.seq}
+		f.sent[slot] = sentMsg{head: head, tail: tail, seq: f.seq, at: at}
 	}
+	f.changes++
 	c.WriteParts(head, id, tail)
 }
 
@@ -208,6 +217,7 @@ func (f *inflight) ack(c *hub.Conn, id uint16, want uint8) bool {
 			f.sent[i] = sentMsg{}
 		}
 		f.n--
+		f.changes++
 		if f.head < len(f.queue) && !f.draining && !f.holding && !f.parked {
 			f.draining = true
 			f.h.Run(c, f.drainFn)
@@ -236,7 +246,7 @@ func (f *inflight) drainLocked(c *hub.Conn) {
 		f.queue[f.head] = queued{}
 		f.head++
 		f.queued -= len(q.head) + len(q.tail)
-		f.send(c, q.head, q.tail, q.qos)
+		f.send(c, q.head, q.tail, q.qos, q.at)
 	}
 	if f.head == len(f.queue) { // empty: reuse the array from its start
 		f.queue, f.head = f.queue[:0], 0
@@ -253,4 +263,32 @@ func (f *inflight) waiting() (n, bytes int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.queue) - f.head, f.queued
+}
+
+// oldest returns when the oldest delivery the client has not acknowledged
+// was delivered (unix ns; a replay's: when it was published): the first
+// one waiting, or an outstanding PUBLISH of a persistent session's
+// window (a QoS 2 one whose PUBREC came is the client's); 0 for none.
+// It also returns the window's change count.
+func (f *inflight) oldest() (at int64, changes uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.head < len(f.queue) {
+		at = f.queue[f.head].at
+	}
+	if f.sent != nil {
+		for i, id := range f.ids {
+			if id != 0 && f.state[i] != slotPubcomp && (at == 0 || f.sent[i].at < at) {
+				at = f.sent[i].at
+			}
+		}
+	}
+	return at, f.changes
+}
+
+// changeCount returns the window's change count (inflight.changes).
+func (f *inflight) changeCount() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes
 }

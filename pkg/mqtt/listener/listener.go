@@ -120,6 +120,10 @@ type Listener struct {
 	loop  *reactor.Loop[*conn] // accepts and reads the connections (read.go)
 
 	clients clients // connected client identifiers, for takeovers (clients.go)
+	// store is the node's resumable sessions when they are kept in a
+	// session store (resume.Registry.Durable): the persistent sessions are
+	// saved there and resumed from it (stored.go); nil without one.
+	store *resume.Registry
 
 	wills, takeovers, sessionDrops atomic.Uint64 // counters (metrics.go)
 }
@@ -136,6 +140,10 @@ func New(n *node.Node, cfg Config) (*Listener, error) {
 		OnHangup: l.proto.Hangup, Logger: l.log, ProxyProtocol: cfg.ProxyProtocol, ProxyProtocolTLS: cfg.ProxyProtocolTLS})
 	if err != nil {
 		return nil, err
+	}
+	if r := n.Sessions(); r.Durable() {
+		l.store = r
+		r.AddSource(l)
 	}
 	n.AddTransport(EncodingID, l)
 	n.AddTransport(WebSocketEncodingID, overWebSocket{})

@@ -334,6 +334,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 			frame = nil
 		}
 		c.Answer(t, st.framed(frame))
+		l.noteSpecs(st, c)
 	})
 }
 
@@ -350,5 +351,8 @@ func (l *Listener) unsubscribe(st *conn, p *packet.Packet) {
 		if st.Closing() {
 			return
 		}
+	}
+	if st.persistent() != nil && l.store != nil {
+		l.hub.Run(st.Conn, func(c *hub.Conn) { l.noteSpecs(st, c) })
 	}
 }

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,9 +42,10 @@ import (
 // CONNACK is a reply the old connection's Park answers. A Clean Session 1
 // CONNECT discards the identity's session [MQTT-3.1.2-6].
 //
-// The sessions are this node's, in memory: a broker restart loses them,
-// and a client that reconnects to another node of a cluster starts a new
-// one (docs/mqtt.md).
+// The sessions are this node's, in memory; without a session store a
+// broker restart loses them, and a client that reconnects to another node
+// of a cluster starts a new one. With one (STORE_BACKEND=jetstream) they
+// are saved there too and resumed from it (stored.go, docs/mqtt.md).
 
 // kept is a session whose connection is gone.
 type kept struct {
@@ -94,13 +96,14 @@ func (o *offline) Deliver(_ *hub.Conn, head, tail []byte, qos uint8) bool {
 	f := o.k.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.keepLocked(head, tail, qos)
+	return f.keepLocked(head, tail, qos, time.Now().UnixNano())
 }
 
 // keepLocked queues a delivery of a session whose connection is gone or
 // not resumed yet, dropping it past the session's bounds (the oldest are
-// kept). f.mu held.
-func (f *inflight) keepLocked(head, tail []byte, qos uint8) bool {
+// kept); at is when it was delivered (unix ns; a replay's: when it was
+// published). f.mu held.
+func (f *inflight) keepLocked(head, tail []byte, qos uint8, at int64) bool {
 	n := len(head) + len(tail)
 	if f.queued+n > f.maxQueued || f.maxN > 0 && len(f.queue)-f.head >= f.maxN {
 		if f.drops != nil {
@@ -108,8 +111,9 @@ func (f *inflight) keepLocked(head, tail []byte, qos uint8) bool {
 		}
 		return true
 	}
-	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos})
+	f.queue = append(f.queue, queued{head: head, tail: tail, qos: qos, at: at})
 	f.queued += n
+	f.changes++
 	return true
 }
 
@@ -127,6 +131,10 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	if l.clients.m[st.clientKey].st == st {
 		delete(l.clients.m, st.clientKey)
 	}
+	if ps.gone.Load() { // taken over by a connection on another node (stored.go)
+		l.clients.mu.Unlock()
+		return
+	}
 	if w := l.clients.waiting[st.clientKey]; w != nil && w != st {
 		delete(l.clients.waiting, st.clientKey)
 		l.clients.mu.Unlock()
@@ -135,9 +143,10 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	}
 	if _, taken := l.clients.m[st.clientKey]; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
 		// taken over by a Clean Session 1 CONNECT, which discards it; or
-		// too many sessions kept
+		// too many sessions kept (its record in the store stays)
 		l.clients.mu.Unlock()
 		if !taken {
+			l.saveParked(ps, specs, k.f)
 			l.log.Warn("persistent session not kept: MaxSessions sessions are kept already",
 				zap.Int("max_sessions", l.cfg.MaxSessions))
 		}
@@ -168,6 +177,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	prev := l.clients.kept[st.clientKey] // a waiting CONNECT's own, parked when it dropped first
 	l.clients.kept[st.clientKey] = k
 	l.clients.mu.Unlock()
+	l.saveParked(ps, specs, k.f)
 	if prev != nil && prev.pc != nil {
 		l.hub.Close(prev.pc, disconnect.New(disconnect.SessionTakenOver))
 	}
@@ -197,13 +207,16 @@ func (l *Listener) sessionExpiry(c *hub.Conn) time.Duration {
 // openSession decides, for an accepted CONNECT of st with client
 // identifier id, which session it gets (clients.go, sessions.go) and
 // writes or reserves its CONNACK: a Clean Session 1 one discards what is
-// kept for the identity; a Clean Session 0 one takes the session kept
-// (session present 1), or waits for the one of the live connection it
-// takes over, or starts a new one.
+// kept for the identity, here and in the store; a Clean Session 0 one
+// takes the session kept (session present 1), or waits for the one of the
+// live connection it takes over, or resumes the one in the store
+// (stored.go), or starts a new one.
 func (l *Listener) openSession(st *conn, clean bool, id string) {
 	st.clientKey = clientKey(st.Conn, id)
-	if !clean {
-		st.more().ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn)}
+	if clean {
+		l.endStored(st.clientKey)
+	} else {
+		st.more().ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn), id: storePrefix + st.clientKey}
 	}
 	cs := &l.clients
 	cs.mu.Lock()
@@ -237,9 +250,14 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	switch {
 	case wait: // the CONNACK is answered by old's Park
+	case !clean && k == nil && l.store != nil:
+		l.resumeStored(st)
 	case clean || k == nil:
 		if k != nil && k.pc != nil { // Clean Session 1: the kept session ends [MQTT-3.1.2-6]
 			l.hub.Close(k.pc, disconnect.New(disconnect.SessionTakenOver))
+		}
+		if ps := st.persistent(); ps != nil {
+			ps.saves.touch()
 		}
 		st.write(packet.AppendConnack(nil, false, packet.Accepted))
 	default:
@@ -253,6 +271,9 @@ type persist struct {
 	l       *Listener
 	expiry  time.Duration // how long the session is kept once the connection is gone
 	connack hub.Ticket    // the CONNACK reserved while it waits for a takeover's session
+	id      string        // its ID in the session store (stored.go)
+	saves   saved         // its saves to the store
+	gone    atomic.Bool   // another node took the session over: it is not kept when the connection ends
 }
 
 // restore gives st the session k: its window (held until the resend), its
@@ -288,6 +309,9 @@ func (l *Listener) restore(st *conn, k *kept, answer bool) {
 		s := k.specs[i]
 		s.NoRetained, s.Reply, s.TooMany = true, nil, nil
 		h.Subscribe(st.Conn, &s)
+	}
+	if ps := st.persistent(); ps != nil && l.store != nil {
+		ps.saves.setSpecs(k.specs) // its record names this connection's node, live
 	}
 	if answer {
 		t := st.x.ps.connack
