@@ -122,6 +122,9 @@ func (r *checkReport) settingWarnings(cfg config.Config) {
 	if cfg.AuthBackend == "http" && cfg.AuthFile != config.Defaults().AuthFile {
 		r.warnf("AUTH_BACKEND=http: AUTH_FILE=%s is ignored", cfg.AuthFile)
 	}
+	if cfg.DurableGroups && cfg.StoreBackend != "jetstream" {
+		r.warnf("DURABLE_GROUPS=true has no effect without STORE_BACKEND=jetstream (STORE_BACKEND=%s): no group is durable", cfg.StoreBackend)
+	}
 }
 
 // tokenFile checks the token file strictly and reports each problem as

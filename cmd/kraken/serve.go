@@ -103,6 +103,10 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 		return startFailed(log, err, exitFail)
 	}
 	defer hist.close() // after the node's shutdown: its last publishes are kept
+	if cfg.DurableGroups && hist == nil {
+		log.Warn("DURABLE_GROUPS=true has no effect without STORE_BACKEND=jetstream: no group is durable",
+			zap.String("store_backend", cfg.StoreBackend))
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -264,7 +264,8 @@ func (c *Client) Connect(ctx context.Context) error {
 	return c.install(cn, info)
 }
 
-// Close closes the connection and stops every goroutine of the client. It
+// Close sends the acks still batched (Options.AckInterval), closes the
+// connection and stops every goroutine of the client. It
 // is idempotent. Pending requests fail with ErrClosed; queued deliveries are
 // discarded and no callback runs after Close returns, except a handler that
 // is running at that moment, which Close does not wait for (so a handler
@@ -290,6 +291,13 @@ func (c *Client) Close() error {
 	disp := c.disp
 	c.mu.Unlock()
 	if cn != nil {
+		// The acks still batched go out first: a message handled and not
+		// acked would be sent again (a resumed session, a durable group).
+		for ids := c.acks.take(c.opts.AckBatchSize); len(ids) > 0; ids = c.acks.take(c.opts.AckBatchSize) {
+			if cn.write(batchAckFrame(ids)) != nil {
+				break
+			}
+		}
 		cn.closeWith(1000, "Client disconnect")
 	}
 	c.wg.Wait()

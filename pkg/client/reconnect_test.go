@@ -451,3 +451,26 @@ func TestFakeClientIDAndReplayFrames(t *testing.T) {
 	fc2.send("type", "replayEnd", "replayed", 1)
 	expect("replay {Count:1 Replayed:1 Complete:true Reason: Duplicates:0}")
 }
+
+// TestFakeCloseSendsTheBatchedAcks: Close sends the acks still waiting for
+// their batch before it closes, so a handled message is not sent again (a
+// durable group's, a resumed session's).
+func TestFakeCloseSendsTheBatchedAcks(t *testing.T) {
+	s := newFakeServer(t)
+	c, fc := fakeClient(t, s, client.Options{HeartbeatInterval: -1, AckInterval: time.Hour})
+	h, got := collect()
+	res := async(func() error { return c.Subscribe(context.Background(), "demo/general/a", h) })
+	fc.expect("subscribe")
+	fc.send("type", "subscribed", "topic", "demo/general/a")
+	if err := recv(t, res); err != nil {
+		t.Fatal(err)
+	}
+	fc.send("type", "message", "topic", "demo/general/a", "data", 1, "msgId", "m1", "requiresAck", true)
+	recv(t, got)
+	time.Sleep(50 * time.Millisecond) // the handler returned: its ack is batched, an hour from being sent
+	_ = c.Close()
+	m := fc.expect("batchAck")
+	if ids := m["msgIds"].([]any); len(ids) != 1 || ids[0] != "m1" {
+		t.Fatalf("batchAck %v at Close, want [m1]", ids)
+	}
+}

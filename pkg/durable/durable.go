@@ -10,13 +10,16 @@
 // with members of the group runs one feed for it: a goroutine that fetches
 // the consumer's next entries and hands each to the group's next member
 // here (hub.Hub.DeliverDurable). An entry is acknowledged to JetStream when
-// the member acks its msgId (`ack`, `batchAck`), or once the member's
-// connection has stayed open Config.Grace after it (a client that never
-// acks, as the official Go and Python SDKs, has it then). It is refused
-// (Nak), and so handed out again at once to any node's member, when the
-// member's connection closed first, or when this node had no member left
-// for it. A node that dies with entries handed out leaves them to
-// JetStream's AckWait: they go to another node's members then.
+// the member acks its msgId (`ack`, `batchAck`). A member's connection that
+// has acked a durable entry before holds what it was handed for as long
+// as it stays open (the feed tells JetStream it is in progress every third
+// of AckWait); one that never acked (the official Go and Python SDKs never
+// do) has an entry once its connection stayed open Config.Grace after it.
+// An entry is refused (Nak), and so handed out again at once to any node's
+// member, when the member's connection closed first, or when this node
+// had no member left for it. A node that dies with entries handed out
+// leaves them to JetStream's AckWait: they go to another node's members
+// then.
 package durable
 
 import (
@@ -36,8 +39,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultAckWait    = 30 * time.Second
-	DefaultGrace      = 10 * time.Second
+	DefaultAckWait = 30 * time.Second
+	DefaultGrace   = 10 * time.Second
+	// DefaultInactive is the least Config.Inactive is: a week.
+	DefaultInactive   = 7 * 24 * time.Hour
 	DefaultMaxPending = 256
 	// fetchBatch is the entries one fetch asks for; fetchWait how long a
 	// fetch waits for the first (and bounds how long Close waits for a
@@ -61,18 +66,21 @@ type Config struct {
 	// node before it hands it out again (default 30 s): what a node that
 	// died had handed out reaches other nodes' members after it.
 	AckWait time.Duration
-	// Grace is how long a member's connection must stay open after a
-	// delivery it does not ack for the entry to count as taken (default
-	// 10 s, as the resumable sessions' test for a client that never acks,
-	// hub.Config.TapAckWait).
+	// Grace is how long the connection of a member that never acked a
+	// durable entry must stay open after a delivery for the entry to count
+	// as taken (default 10 s, as the resumable sessions' test for a client
+	// that never acks, hub.Config.TapAckWait). A member that has acked
+	// one holds its entries until it acks them or its connection closes.
 	Grace time.Duration
 	// MaxPending bounds the entries of one group handed out and not
 	// acknowledged (default 256): a group whose members are slow gets no
 	// more until they ack or Grace passes.
 	MaxPending int
 	// Inactive is how long a group's consumer is kept with no member
-	// anywhere (default the history's age bound: older entries are gone
-	// anyway).
+	// anywhere, its place with it (default, and at least, DefaultInactive
+	// or the history's age bound if longer): past it the group is
+	// forgotten, and what is published before a member joins again is not
+	// the group's.
 	Inactive time.Duration
 	// Logger receives the warnings (default: none).
 	Logger *zap.Logger
@@ -103,6 +111,10 @@ type Groups struct {
 	feeds   map[string]*feed    // group "\x00" key → its running feed
 	pending map[string]*pending // msgId (or "#stream sequence") → entry handed out
 	npend   atomic.Int64        // len(pending), read without mu by Acked
+	// ackers are the open connections that acked a durable entry: they
+	// hold what they were handed until they ack it or close (settle
+	// forgets the closed ones).
+	ackers map[*hub.Conn]struct{}
 
 	delivered, acked, taken, returned, filtered atomic.Uint64
 }
@@ -117,7 +129,10 @@ type feed struct {
 type pending struct {
 	msg jetstream.Msg
 	c   *hub.Conn
-	at  time.Time
+	at  time.Time // handed out
+	// touched is when JetStream was last told the entry is in progress
+	// (or at, before that).
+	touched time.Time
 }
 
 // New returns the Groups of cfg; nothing runs until a group gains a
@@ -132,13 +147,16 @@ func New(cfg Config) *Groups {
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
-	if cfg.Inactive <= 0 && cfg.History != nil {
-		cfg.Inactive = cfg.History.MaxAge()
+	if cfg.Inactive <= 0 {
+		cfg.Inactive = DefaultInactive
+		if cfg.History != nil {
+			cfg.Inactive = max(cfg.Inactive, cfg.History.MaxAge())
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	g := &Groups{cfg: cfg, feeds: map[string]*feed{}, pending: map[string]*pending{}}
+	g := &Groups{cfg: cfg, feeds: map[string]*feed{}, pending: map[string]*pending{}, ackers: map[*hub.Conn]struct{}{}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.wg.Add(1)
 	go g.sweep()
@@ -282,7 +300,8 @@ func (g *Groups) handOut(f *feed, msg jetstream.Msg, since time.Time) {
 		}
 		// A hand-out of the same entry still pending (JetStream gave it
 		// again after AckWait) is superseded: the new one settles it.
-		g.pending[id] = &pending{msg: msg, c: c, at: time.Now()}
+		now := time.Now()
+		g.pending[id] = &pending{msg: msg, c: c, at: now, touched: now}
 		g.mu.Unlock()
 	})
 }
@@ -302,6 +321,7 @@ func (g *Groups) Acked(c *hub.Conn, msgIDs []string) {
 			delete(g.pending, id)
 			g.npend.Add(-1)
 			g.acked.Add(1)
+			g.ackers[c] = struct{}{}
 		}
 	}
 	g.mu.Unlock()
@@ -311,7 +331,9 @@ func (g *Groups) Acked(c *hub.Conn, msgIDs []string) {
 }
 
 // sweep settles, every sweepEvery, the entries handed out whose member's
-// connection closed (given back) or stayed open Grace (taken).
+// connection closed (given back) or, for a member that never acked,
+// stayed open Grace (taken), and keeps those of acking members in
+// progress.
 func (g *Groups) sweep() {
 	defer g.wg.Done()
 	t := time.NewTicker(sweepEvery)
@@ -327,15 +349,29 @@ func (g *Groups) sweep() {
 }
 
 // settle gives back the entries whose connection closed (all of them when
-// all is set) and takes those past Grace. The acknowledgements are sent
-// after the lock is let go: a hub worker's hand-out never waits on them.
+// all is set), takes those of members that never acked past Grace, and
+// tells JetStream that those of acking members are in progress every
+// third of AckWait. The requests are sent after the lock is let go: a hub
+// worker's hand-out never waits on them.
 func (g *Groups) settle(now time.Time, all bool) {
-	var back, taken []jetstream.Msg
+	var back, taken, working []jetstream.Msg
 	g.mu.Lock()
+	for c := range g.ackers {
+		if c.Closed() {
+			delete(g.ackers, c)
+		}
+	}
 	for id, p := range g.pending {
+		_, acker := g.ackers[p.c]
 		switch {
 		case all || p.c.Closed():
 			back = append(back, p.msg)
+		case acker:
+			if now.Sub(p.touched) >= g.cfg.AckWait/3 {
+				p.touched = now
+				working = append(working, p.msg)
+			}
+			continue
 		case now.Sub(p.at) >= g.cfg.Grace:
 			taken = append(taken, p.msg)
 		default:
@@ -352,6 +388,9 @@ func (g *Groups) settle(now time.Time, all bool) {
 	}
 	for _, m := range taken {
 		_ = m.Ack()
+	}
+	for _, m := range working {
+		_ = m.InProgress()
 	}
 }
 

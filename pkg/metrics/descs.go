@@ -127,7 +127,7 @@ func NewDescs() Descs {
 		HistoryStoredBytes: n("history_stored_bytes", "Bytes of the history stream, as JetStream counts them (HISTORY_MAX_BYTES bounds it)."),
 
 		DurableGroups:     n("durable_groups", "Durable load-balanced groups with members on this node (each fed from the history)."),
-		DurableDeliveries: n("durable_deliveries_total", "Durable groups' messages this node handed to a member, by how they were settled: acked (the member's ack), taken (its connection stayed open 10 s without an ack), returned (given back to the store: the member's connection closed first, or no member here), filtered (no member here takes its filter: settled undelivered).", "result"),
+		DurableDeliveries: n("durable_deliveries_total", "Durable groups' messages this node handed to a member, by how they were settled: acked (the member's ack), taken (the connection of a member that never acks stayed open 10 s after it), returned (given back to the store: the member's connection closed first, or no member here), filtered (no member here takes its filter: settled undelivered).", "result"),
 		DurablePending:    n("durable_pending", "Durable groups' messages handed to members here and not settled yet."),
 	}
 }

@@ -19,6 +19,7 @@ import (
 const topic = "demo/general/jobs"
 
 type job struct {
+	Run     int64  `json:"run"` // which run of this program published it
 	ID      int    `json:"id"`
 	Payload string `json:"payload"`
 }
@@ -42,6 +43,12 @@ func run(url string, workers, jobs int, group string) error {
 	wg.Add(jobs)
 	var mu sync.Mutex
 	done := make([]int, workers)
+	// A durable group (STORE_BACKEND=jetstream DURABLE_GROUPS=true) may
+	// hand out jobs kept from an earlier run, and a job again when the
+	// worker that had it dropped before acking it: only this run's jobs
+	// count, each once.
+	run := time.Now().UnixNano()
+	seen := map[int]bool{}
 
 	for w := range workers {
 		c := client.New("dev-token-bob", client.Options{URL: url})
@@ -55,11 +62,19 @@ func run(url string, workers, jobs int, group string) error {
 				fmt.Printf("worker %d: bad job %s: %v\n", w+1, data, err)
 				return
 			}
-			fmt.Printf("worker %d: job %d (%s)\n", w+1, j.ID, j.Payload)
 			mu.Lock()
-			done[w]++
-			mu.Unlock()
-			wg.Done()
+			defer mu.Unlock()
+			switch {
+			case j.Run != run:
+				fmt.Printf("worker %d: job %d of an earlier run (%s)\n", w+1, j.ID, j.Payload)
+			case seen[j.ID]:
+				fmt.Printf("worker %d: job %d again (%s)\n", w+1, j.ID, j.Payload)
+			default:
+				fmt.Printf("worker %d: job %d (%s)\n", w+1, j.ID, j.Payload)
+				seen[j.ID] = true
+				done[w]++
+				wg.Done()
+			}
 		}, client.WithLoadBalance(group))
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", w+1, err)
@@ -75,7 +90,7 @@ func run(url string, workers, jobs int, group string) error {
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for i := 1; i <= jobs; i++ {
-		if err := producer.Publish(ctx, topic, job{ID: i, Payload: fmt.Sprintf("resize image %d", i)}); err != nil {
+		if err := producer.Publish(ctx, topic, job{Run: run, ID: i, Payload: fmt.Sprintf("resize image %d", i)}); err != nil {
 			return fmt.Errorf("publish job %d: %w", i, err)
 		}
 		<-tick.C
