@@ -12,8 +12,8 @@
 // here (hub.Hub.DeliverDurable). An entry is acknowledged to JetStream when
 // the member acks its msgId (`ack`, `batchAck`). A member's connection that
 // has acked a durable entry before holds what it was handed for as long
-// as it stays open (the feed tells JetStream it is in progress every third
-// of AckWait); one that never acked (the official Go and Python SDKs never
+// as it stays open, up to Config.MaxHold (the feed tells JetStream it is
+// in progress every third of AckWait); one that never acked (the official Go and Python SDKs never
 // do) has an entry once its connection stayed open Config.Grace after it.
 // An entry is refused (Nak), and so handed out again at once to any node's
 // member, when the member's connection closed first, or when this node
@@ -44,6 +44,8 @@ const (
 	// DefaultInactive is the least Config.Inactive is: a week.
 	DefaultInactive   = 7 * 24 * time.Hour
 	DefaultMaxPending = 256
+	// DefaultMaxHold is Config.MaxHold's default.
+	DefaultMaxHold = 5 * time.Minute
 	// fetchBatch is the entries one fetch asks for; fetchWait how long a
 	// fetch waits for the first (and bounds how long Close waits for a
 	// feed).
@@ -70,8 +72,15 @@ type Config struct {
 	// durable entry must stay open after a delivery for the entry to count
 	// as taken (default 10 s, as the resumable sessions' test for a client
 	// that never acks, hub.Config.TapAckWait). A member that has acked
-	// one holds its entries until it acks them or its connection closes.
+	// one holds its entries until it acks them or its connection closes,
+	// at most MaxHold.
 	Grace time.Duration
+	// MaxHold bounds how long an acking member holds an entry it has not
+	// acked (default 5 min): past it the entry is given back (a client
+	// that dropped it, say its handler queue full, would otherwise keep it
+	// from the group while its connection lives), and goes to a member
+	// again, maybe the same one.
+	MaxHold time.Duration
 	// MaxPending bounds the entries of one group handed out and not
 	// acknowledged (default 256): a group whose members are slow gets no
 	// more until they ack or Grace passes.
@@ -143,6 +152,9 @@ func New(cfg Config) *Groups {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
+	}
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = DefaultMaxHold
 	}
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
@@ -349,7 +361,8 @@ func (g *Groups) sweep() {
 }
 
 // settle gives back the entries whose connection closed (all of them when
-// all is set), takes those of members that never acked past Grace, and
+// all is set) and those an acking member held MaxHold, takes those of
+// members that never acked past Grace, and
 // tells JetStream that those of acking members are in progress every
 // third of AckWait. The requests are sent after the lock is let go: a hub
 // worker's hand-out never waits on them.
@@ -364,7 +377,7 @@ func (g *Groups) settle(now time.Time, all bool) {
 	for id, p := range g.pending {
 		_, acker := g.ackers[p.c]
 		switch {
-		case all || p.c.Closed():
+		case all || p.c.Closed() || acker && now.Sub(p.at) >= g.cfg.MaxHold:
 			back = append(back, p.msg)
 		case acker:
 			if now.Sub(p.touched) >= g.cfg.AckWait/3 {

@@ -18,6 +18,12 @@ import (
 // (session.Config.DurableAll), its feed taking an unacked delivery as
 // taken after grace.
 func startDurable(t *testing.T, grace time.Duration, workers int) (*Server, *durable.Groups) {
+	return startDurableWith(t, durable.Config{Grace: grace}, workers)
+}
+
+// startDurableWith is startDurable with the feed's configuration dc (its
+// History set here).
+func startDurableWith(t *testing.T, dc durable.Config, workers int) (*Server, *durable.Groups) {
 	t.Helper()
 	nc, _ := natstest.ConnectJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -26,7 +32,8 @@ func startDurable(t *testing.T, grace time.Duration, workers int) (*Server, *dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := durable.New(durable.Config{History: h, Grace: grace})
+	dc.History = h
+	d := durable.New(dc)
 	t.Cleanup(h.Close) // after d's close, after the node's shutdown
 	t.Cleanup(d.Close)
 	s := start(t, func(c *testConfig) {
@@ -179,5 +186,38 @@ func TestDurableGroupMessageNoMemberWantsIsNotCycled(t *testing.T) {
 	m.ExpectNothing(1500 * time.Millisecond) // a message given back would come again within a second
 	if st := d.Stats(); st.Filtered != 1 || st.Returned != 0 {
 		t.Fatalf("stats %+v, want 1 filtered, none returned", st)
+	}
+}
+
+// TestDurableGroupAckingMemberHoldsAtMostMaxHold: a member that acks holds
+// a message it has not acked past the grace, but not past MaxHold: then
+// the message is given back and handed out again (here to the same, only
+// member), marked isReplay.
+func TestDurableGroupAckingMemberHoldsAtMostMaxHold(t *testing.T) {
+	s, d := startDurableWith(t, durable.Config{Grace: 100 * time.Millisecond, MaxHold: 1500 * time.Millisecond}, 2)
+	m := durableMember(t, s, "dev-token-bob")
+	pub := authed(t, s, "dev-token-alice")
+	for i := 1; i <= 2; i++ {
+		pub.Send("type", "publish", "topic", "demo/general/jobs", "data", i, "msgRef", strconv.Itoa(i))
+		pub.ExpectFields("type", "published", "msgRef", strconv.Itoa(i))
+	}
+	f := m.ExpectType("message")
+	if jobOf(t, f) != 1 {
+		t.Fatalf("got %s, want data 1", f)
+	}
+	m.Send("type", "ack", "msgId", f.Map["msgId"]) // an acking member from now on
+	if f = m.ExpectType("message"); jobOf(t, f) != 2 {
+		t.Fatalf("got %s, want data 2", f)
+	}
+	start := time.Now()
+	f, err := m.Read(5 * time.Second) // not acked: held past the grace, given back at MaxHold
+	if err != nil || jobOf(t, f) != 2 || f.Map["isReplay"] != true {
+		t.Fatalf("after MaxHold got %v, %v; want data 2 again with isReplay", f, err)
+	}
+	if held := time.Since(start); held < time.Second {
+		t.Fatalf("given back after %v, before MaxHold", held)
+	}
+	if st := d.Stats(); st.Taken != 0 || st.Returned != 1 {
+		t.Fatalf("stats %+v, want none taken, one returned", st)
 	}
 }
