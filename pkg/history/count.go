@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,24 +23,16 @@ func (h *History) Count(ctx context.Context, topics []string, after, last uint64
 		return 0, true, nil
 	}
 	filters, _ := h.filters(topics)
-	cons, err := h.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       after + 1,
-		FilterSubjects:    filters,
-		AckPolicy:         jetstream.AckNonePolicy,
-		HeadersOnly:       true,
-		InactiveThreshold: 30 * time.Second, // removed by the server if the delete below fails
-		MemoryStorage:     true,
-		Replicas:          1,
+	cons, release, err := h.ephemeral(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    after + 1,
+		FilterSubjects: filters,
+		HeadersOnly:    true,
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("history: count consumer: %w", err)
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = h.st.DeleteConsumer(dctx, cons.CachedInfo().Name)
-		cancel()
-	}()
+	defer release()
 	pending := cons.CachedInfo().NumPending
 	for pending > 0 {
 		msgs, err := fetchReady(ctx, cons, countBatch)

@@ -225,23 +225,15 @@ func subsetOf(a, b string) bool {
 // next is the Seq of the last one when it stopped at limit with matching
 // entries left.
 func (h *History) fetch(ctx context.Context, filters []string, after, last uint64, limit int) ([]Entry, uint64, error) {
-	cons, err := h.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       after + 1,
-		FilterSubjects:    filters,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, // removed by the server if the delete below fails
-		MemoryStorage:     true,
-		Replicas:          1,
+	cons, release, err := h.ephemeral(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    after + 1,
+		FilterSubjects: filters,
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("history: read consumer: %w", err)
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = h.st.DeleteConsumer(dctx, cons.CachedInfo().Name)
-		cancel()
-	}()
+	defer release()
 	pending := cons.CachedInfo().NumPending
 	var entries []Entry
 	for pending > 0 && len(entries) < limit {
@@ -394,23 +386,15 @@ func (h *History) SeqAt(ctx context.Context, t time.Time) (after uint64, gap boo
 // at or after t, found false when it holds none.
 func (h *History) firstAt(ctx context.Context, t time.Time) (uint64, bool, error) {
 	start := t
-	cons, err := h.st.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartTimePolicy,
-		OptStartTime:      &start,
-		FilterSubject:     h.base + ".>",
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, // removed by the server if the delete below fails
-		MemoryStorage:     true,
-		Replicas:          1,
+	cons, release, err := h.ephemeral(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime:  &start,
+		FilterSubject: h.base + ".>",
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("history: position consumer: %w", err)
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = h.st.DeleteConsumer(dctx, cons.CachedInfo().Name)
-		cancel()
-	}()
+	defer release()
 	if cons.CachedInfo().NumPending == 0 {
 		return 0, false, nil
 	}
@@ -437,6 +421,25 @@ func (h *History) holds(ctx context.Context, seq uint64) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("history: stream %s: %w", h.stream, err)
+}
+
+// ephemeral makes the one-reader consumer of cfg (its start and filters)
+// that a read, a count or a position look-up walks the stream with: no
+// acknowledgements, in memory, one replica, removed by the server 30 s
+// after its last use if release (which deletes it, within 2 s) fails.
+func (h *History) ephemeral(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, func(), error) {
+	cfg.AckPolicy = jetstream.AckNonePolicy
+	cfg.InactiveThreshold = 30 * time.Second
+	cfg.MemoryStorage, cfg.Replicas = true, 1
+	cons, err := h.st.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cons, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = h.st.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
+	}, nil
 }
 
 // notServingWait bounds how long fetchReady asks a consumer that is not
