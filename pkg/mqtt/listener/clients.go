@@ -21,10 +21,10 @@ import (
 // CONNECT, at close and when a session is parked or expires.
 type clients struct {
 	mu sync.Mutex
-	// m is identity → its connection, whose key is the connection's own
-	// clientKey (one string for both). A Clean Session 0 connection's
-	// session state is read from it under the mutex (conn.heldSession).
-	m       map[string]*conn
+	// m is identity → its connection, keyed by the connection's own
+	// clientKey (connset.go). A Clean Session 0 connection's session state
+	// is read from it under the mutex (conn.heldSession).
+	m       connSet
 	kept    map[string]*kept // identity → its session, while disconnected
 	waiting map[string]*conn // identity → a Clean Session 0 CONNECT waiting for a takeover's session
 }
@@ -48,9 +48,7 @@ func (cs *clients) release(st *conn) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.m[st.clientKey] == st {
-		delete(cs.m, st.clientKey)
-	}
+	cs.m.remove(st)
 }
 
 // sessions returns the number of sessions kept while disconnected.

@@ -128,9 +128,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	l := ps.l
 	k := &kept{specs: specs, f: st.window.Load(), received: st.x.received}
 	l.clients.mu.Lock()
-	if l.clients.m[st.clientKey] == st {
-		delete(l.clients.m, st.clientKey)
-	}
+	l.clients.m.remove(st)
 	if ps.gone.Load() { // taken over by a connection on another node (stored.go)
 		l.clients.mu.Unlock()
 		return
@@ -141,7 +139,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		l.restore(w, k, true) // taken over by a Clean Session 0 CONNECT
 		return
 	}
-	if _, taken := l.clients.m[st.clientKey]; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
+	if taken := l.clients.m.get(st.clientKey) != nil; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
 		// taken over by a Clean Session 1 CONNECT, which discards it; or
 		// too many sessions kept (its record in the store stays)
 		l.clients.mu.Unlock()
@@ -221,11 +219,10 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	}
 	cs := &l.clients
 	cs.mu.Lock()
-	if cs.m == nil {
-		cs.m, cs.kept, cs.waiting = make(map[string]*conn), make(map[string]*kept), make(map[string]*conn)
+	if cs.kept == nil {
+		cs.kept, cs.waiting = make(map[string]*kept), make(map[string]*conn)
 	}
-	old := cs.m[st.clientKey]
-	cs.m[st.clientKey] = st
+	old := cs.m.put(st)
 	k := cs.kept[st.clientKey]
 	delete(cs.kept, st.clientKey)
 	if k != nil && !clean && k.enc.ID() != st.Encoding().ID() {

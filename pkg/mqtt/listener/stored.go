@@ -149,12 +149,12 @@ func (l *Listener) LiveRecords(now time.Time) []sessionkv.Record {
 		st *conn
 		ps *persist
 	}
-	lives := make([]live, 0, len(l.clients.m))
-	for _, st := range l.clients.m {
+	var lives []live
+	l.clients.m.each(func(st *conn) {
 		if ps := st.heldSession(); ps != nil {
 			lives = append(lives, live{st, ps})
 		}
-	}
+	})
 	l.clients.mu.Unlock()
 	var recs []sessionkv.Record
 	for _, h := range lives {
@@ -234,7 +234,7 @@ func (l *Listener) TakenOver(id string) bool {
 	delete(cs.kept, key)
 	var st *conn
 	var ps *persist
-	if st = cs.m[key]; st != nil {
+	if st = cs.m.get(key); st != nil {
 		ps = st.heldSession()
 	}
 	cs.mu.Unlock()
