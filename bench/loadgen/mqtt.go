@@ -23,7 +23,11 @@ import (
 //
 // The packets are paho's (github.com/eclipse/paho.mqtt.golang/packets).
 // An MQTT connection is read without a buffer (packets.ReadPacket reads
-// exactly one packet), so it never holds bytes past the last packet read.
+// exactly one packet), so it never holds bytes past the last packet read;
+// a read deadline that passes in the middle of a packet leaves the rest of
+// it unread, so the connection's later reads fail (counted as missed or
+// closed), as an idle connection that misses its deadline is reported
+// anyway.
 
 // mqttOpen dials addr from the dialer's source address and opens the MQTT
 // session of the connection with global index g, subscribed to topics.
