@@ -56,6 +56,13 @@
 # medians, their range and the ratio on/off.
 # BENCH_MAX_DISTURBANCE=C also takes the medians over the quiet runs.
 #
+# The idle case runs three brokers, each fresh: kraken with WebSocket
+# subscribers, kraken with MQTT 3.1.1 subscribers (kraken-mqtt:
+# MQTT_ENABLED=true MQTT_PORT=BENCH_MQTT_PORT, default 18883; loadgen
+# --transport mqtt, the publisher on WebSocket) and the baseline. The
+# kraken-mqtt run is kraken's own table (idle-transports.md: MQTT against
+# WebSocket); BENCH_IDLE_MQTT=0 leaves it out.
+#
 # BENCH_ONLY=tls-idle (not run by default) is the RSS per idle connection
 # over TLS and in the clear: bench/tlsidle opens BENCH_TLS_STEPS
 # (1000,4000,7000,10000) connections to one fresh broker per setup of
@@ -83,6 +90,7 @@ APORT=${BENCH_AUTHSVC_PORT:-18070}
 ADPORT=${BENCH_ADMIN_PORT:-$((KPORT + 1))}
 NPORT=${BENCH_NATS_PORT:-14222}
 NHPORT=${BENCH_NATS_HTTP_PORT:-18222}
+MPORT=${BENCH_MQTT_PORT:-18883}
 mkdir -p "$BIN" "$OUT"
 # ENVF describes the machine and the run; a summary-only pass of the
 # cluster case keeps the one of the run that made the rounds.
@@ -175,34 +183,52 @@ trap 'exit 130' INT TERM
 
 # start_broker NAME LOGFILE: starts kraken or the baseline and waits until
 # its port accepts connections.
+# kraken-mqtt is kraken with its MQTT listener on MPORT too; it is ready
+# once both ports accept connections.
 start_broker() {
-	local name=$1 log=$2 port
+	local name=$1 log=$2 port ports
 	port=$KPORT
 	[ "$name" = baseline ] && port=$BPORT
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		echo "port $port is already in use by another process; set BENCH_KRAKEN_PORT / BENCH_BASELINE_PORT" >&2
-		return 1
-	fi
+	ports=("$port")
+	[ "$name" = kraken-mqtt ] && ports+=("$MPORT")
+	for p in "${ports[@]}"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "port $p is already in use by another process; set BENCH_KRAKEN_PORT / BENCH_BASELINE_PORT / BENCH_MQTT_PORT" >&2
+			return 1
+		fi
+	done
 	case $name in
 	kraken)
 		env "${KRAKEN_AUTH[@]}" RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn "${KRAKEN_EXTRA[@]}" \
 			"$KRAKEN" >"$log" 2>&1 &
+		;;
+	kraken-mqtt)
+		env "${KRAKEN_AUTH[@]}" RATE_LIMIT=100000 WS_PORT=$KPORT LOG_LEVEL=warn MQTT_ENABLED=true MQTT_PORT=$MPORT \
+			"${KRAKEN_EXTRA[@]}" "$KRAKEN" >"$log" 2>&1 &
 		;;
 	baseline)
 		"$BIN/baseline" --addr "127.0.0.1:$BPORT" >"$log" 2>&1 &
 		;;
 	esac
 	BROKER_PID=$!
-	for _ in $(seq 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			sleep 0.2
-			# The port must be ours: the broker must still be running.
-			kill -0 "$BROKER_PID" 2>/dev/null && return 0
-			break
+	for p in "${ports[@]}"; do
+		local up=0
+		for _ in $(seq 100); do
+			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+				up=1
+				break
+			fi
+			kill -0 "$BROKER_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if [ $up = 0 ]; then
+			echo "$name did not start; see $log" >&2
+			return 1
 		fi
-		kill -0 "$BROKER_PID" 2>/dev/null || break
-		sleep 0.1
 	done
+	sleep 0.2
+	# The ports must be ours: the broker must still be running.
+	kill -0 "$BROKER_PID" 2>/dev/null && return 0
 	echo "$name did not start; see $log" >&2
 	return 1
 }
@@ -265,6 +291,9 @@ esac
 		echo "$k: $(sysctl -n "$k" 2>/dev/null | tr '\t' ' ')"
 	done
 	echo "kraken: AUTH_ALLOW_ALL=true RATE_LIMIT=100000 LOG_LEVEL=warn, other settings default; GOGC and GOMAXPROCS default"
+	if [ "${BENCH_IDLE_MQTT:-1}" != 0 ]; then
+		echo "kraken-mqtt (idle): the same with MQTT_ENABLED=true MQTT_PORT=$MPORT; MQTT 3.1.1 subscribers (Clean Session 1, keep-alive 0, QoS 0), WebSocket publisher"
+	fi
 	if only connect-http; then
 		echo "connect-http: kraken with AUTH_FILE (static) or AUTH_BACKEND=http against bench/authsvc, TOKEN_CACHE_SECONDS default; delays ${BENCH_HTTP_DELAYS:-0ms 20ms}; tokens ${BENCH_HTTP_TOKENS:-4 each}; ${BENCH_REPS:-3} repetitions"
 	fi
@@ -281,22 +310,28 @@ for c in "${CASES[@]}"; do
 		continue
 	fi
 	ok=1
-	for b in kraken baseline; do
+	brokers=(kraken baseline)
+	if [ "$scenario" = idle ] && [ "${BENCH_IDLE_MQTT:-1}" != 0 ]; then
+		brokers=(kraken kraken-mqtt baseline)
+	fi
+	for b in "${brokers[@]}"; do
 		port=$KPORT
 		[ "$b" = baseline ] && port=$BPORT
-		echo "== $name: $b ($scenario ${args[*]})" >&2
+		targs=()
+		[ "$b" = kraken-mqtt ] && targs=(--transport mqtt --mqtt-addr "127.0.0.1:$MPORT")
+		echo "== $name: $b ($scenario ${args[*]} ${targs[*]})" >&2
 		rm -f "$OUT/$b-$name.json"
 		if ! start_broker "$b" "$OUT/$b-$name.broker.log"; then
 			FAILED+=("$b-$name")
-			ok=0
+			[ "$b" = kraken-mqtt ] || ok=0
 			stop_broker
 			continue
 		fi
 		if ! "$BIN/loadgen" --url "ws://127.0.0.1:$port/ws" --pid "$BROKER_PID" --label "$b" \
-			--scenario "$scenario" "${args[@]}" --json "$OUT/$b-$name.json" --md "$OUT/$b-$name.md" \
+			--scenario "$scenario" "${args[@]}" "${targs[@]}" --json "$OUT/$b-$name.json" --md "$OUT/$b-$name.md" \
 			>/dev/null 2> >(tee "$OUT/$b-$name.log" >&2); then
 			FAILED+=("$b-$name")
-			ok=0
+			[ "$b" = kraken-mqtt ] || ok=0
 		fi
 		if ! kill -0 "$BROKER_PID" 2>/dev/null; then
 			echo "$b exited during $name; see $OUT/$b-$name.broker.log" >&2
@@ -944,6 +979,16 @@ fi
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	"$BIN/loadgen" table --names kraken,baseline "${PAIRS[@]}" >"$OUT/table.md"
 fi
+# idle-transports: kraken's idle figures over MQTT against WebSocket, the
+# two runs of this one build.
+IDLE_TABLE=""
+if [ -f "$OUT/kraken-mqtt-idle.json" ] && [ -f "$OUT/kraken-idle.json" ]; then
+	IDLE_METRICS=idle_connections,idle_rss_baseline,idle_rss_slope,idle_rss_intercept,idle_rss_per_conn
+	IDLE_METRICS+=,idle_kernel_broker_slope,idle_total_per_conn,idle_threads,idle_connect_errors,idle_missed,idle_disconnects
+	"$BIN/loadgen" table --names mqtt,websocket --metrics "$IDLE_METRICS" \
+		"$OUT/kraken-mqtt-idle.json" "$OUT/kraken-idle.json" >"$OUT/idle-transports.md"
+	IDLE_TABLE=$OUT/idle-transports.md
+fi
 if [ ${#PAIRS[@]} -gt 0 ] || [ ${#HTTP_TABLES[@]} -gt 0 ] || [ ${#CLUSTER_TABLES[@]} -gt 0 ] || [ ${#STORE_TABLES[@]} -gt 0 ] || [ -n "$RESUME_TABLE" ] || [ -n "$TLS_TABLE" ]; then
 	echo
 	cat "$ENVF"
@@ -951,6 +996,12 @@ fi
 if [ ${#PAIRS[@]} -gt 0 ]; then
 	echo
 	cat "$OUT/table.md"
+fi
+if [ -n "$IDLE_TABLE" ]; then
+	echo
+	echo "idle: kraken with MQTT 3.1.1 subscribers against WebSocket ones (one fresh broker each, this build)"
+	echo
+	cat "$IDLE_TABLE"
 fi
 if [ ${#HTTP_TABLES[@]} -gt 0 ]; then
 	echo

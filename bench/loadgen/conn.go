@@ -26,6 +26,7 @@ type conn struct {
 	wmu     sync.Mutex
 	pending []byte      // bytes read past the last parsed frame
 	reading bool        // a reader goroutine owns the read side
+	mqtt    bool        // an MQTT connection (mqtt.go), not a WebSocket one
 	closed  atomic.Bool // seen closed by drain or probe
 }
 
@@ -59,6 +60,11 @@ type dialer struct {
 	authF    []byte // the auth frame of token
 	timeout  time.Duration
 	wsDialer ws.Dialer
+	// netDialer dials from the source address; mqttAddr, when not "", is
+	// the broker's MQTT listener, which subscriber connections then use
+	// (mqtt.go).
+	netDialer net.Dialer
+	mqttAddr  string
 }
 
 func newDialer(url, token string, tokens int, sourceIP string, timeout time.Duration) (*dialer, error) {
@@ -85,6 +91,8 @@ func newDialer(url, token string, tokens int, sourceIP string, timeout time.Dura
 			return serr
 		},
 	}
+	d.netDialer = nd
+	d.netDialer.Timeout = timeout
 	d.wsDialer = ws.Dialer{
 		Timeout:        timeout,
 		ReadBufferSize: 1024,

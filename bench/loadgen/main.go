@@ -7,12 +7,17 @@
 // Usage:
 //
 //	loadgen --scenario idle|fanout|latency|connect|storm|stream|resume --url ws://HOST:PORT/ws [flags]
+//	loadgen --scenario idle --transport mqtt --mqtt-addr HOST:PORT --url ws://HOST:PORT/ws [flags]
 //	loadgen table --names kraken,baseline a1.json b1.json [a2.json b2.json ...]
 //	loadgen median --out m.json run1.json run2.json run3.json
 //
 // Connections can be split over child processes (--procs), each with its
 // own loopback source address 127.0.0.(2+i), to open more connections than
 // one process's file limit allows.
+//
+// With --transport mqtt the idle scenario's subscribers are MQTT 3.1.1
+// connections to the broker's MQTT listener (mqtt.go); the publisher stays
+// a WebSocket connection.
 package main
 
 import (
@@ -54,6 +59,8 @@ func runMain(args []string) int {
 	fs.StringVar(&cfg.AuthStats, "auth-stats", "", "connect: URL of the auth service's counters (bench/authsvc GET /stats), read before and after")
 	fs.StringVar(&cfg.Topic, "topic", "demo/general/bench", "topic (idle also uses TOPIC/2; stream uses TOPIC/0..TOPIC/T-1)")
 	fs.StringVar(&cfg.Scenario, "scenario", "idle", "idle, fanout, latency, connect, storm, stream or resume")
+	fs.StringVar(&cfg.Transport, "transport", "websocket", "idle: the subscriber connections' transport, websocket or mqtt (MQTT 3.1.1 to --mqtt-addr; the publisher stays on --url)")
+	fs.StringVar(&cfg.MQTTAddr, "mqtt-addr", "", "with --transport mqtt: the broker's MQTT listener, HOST:PORT (kraken: MQTT_PORT)")
 	fs.IntVar(&cfg.N, "n", 1000, "subscriber connections")
 	fs.IntVar(&cfg.Procs, "procs", 1, "child processes to split the connections over (each with source address 127.0.0.(2+i)); 1 = in this process")
 	fs.StringVar(&cfg.SourceIP, "source-ip", "", "local address when --procs is 1")

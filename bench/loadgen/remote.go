@@ -93,6 +93,7 @@ func workerMain(args []string) int {
 	procs := fs.Int("procs", 1, "number of workers")
 	hb := fs.Duration("heartbeat", 20*time.Second, "heartbeat interval")
 	timeout := fs.Duration("timeout", 10*time.Second, "handshake timeout")
+	mqttAddr := fs.String("mqtt-addr", "", "open MQTT connections to this address instead of WebSocket ones (--transport mqtt)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -101,6 +102,7 @@ func workerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "loadgen worker:", err)
 		return 2
 	}
+	d.mqttAddr = *mqttAddr
 	w := newWorker(*index, *procs, d, *hb)
 	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
 	out := bufio.NewWriter(os.Stdout)

@@ -90,6 +90,9 @@ func newReport(cfg Config) *Report {
 	if len(cfg.SubURLs) > 0 {
 		r.Params["sub_urls"] = cfg.SubURLs
 	}
+	if cfg.Transport == "mqtt" {
+		r.Params["transport"], r.Params["mqtt_addr"] = cfg.Transport, cfg.MQTTAddr
+	}
 	return r
 }
 
@@ -387,6 +390,9 @@ func scenarioTitle(r *Report) string {
 	}
 	switch r.Scenario {
 	case "idle":
+		if p["transport"] == "mqtt" {
+			return fmt.Sprintf("idle %s MQTT", group(num("n")))
+		}
 		return fmt.Sprintf("idle %s", group(num("n")))
 	case "fanout":
 		return fmt.Sprintf("fanout %s×%s B", group(num("n")), group(num("payload")))

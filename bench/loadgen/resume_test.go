@@ -18,6 +18,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/auth/static"
 	"github.com/NoLagApp/kraken/pkg/hub"
 	"github.com/NoLagApp/kraken/pkg/metrics"
+	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/node"
 	"github.com/NoLagApp/kraken/pkg/server"
 	"github.com/NoLagApp/kraken/pkg/session"
@@ -29,8 +30,8 @@ import (
 const krakenEnv = "LOADGEN_TEST_KRAKEN"
 
 // krakenMain serves kraken on 127.0.0.1 with its /metrics and
-// /debug/pprof/heap, prints "WS-URL METRICS-URL" and serves until stdin
-// closes.
+// /debug/pprof/heap and its MQTT listener, prints "WS-URL METRICS-URL
+// MQTT-ADDR" and serves until stdin closes.
 func krakenMain() int {
 	expiry, _ := strconv.Atoi(os.Getenv(krakenEnv + "_EXPIRY_MS"))
 	maxSessions, _ := strconv.Atoi(os.Getenv(krakenEnv + "_MAX_SESSIONS"))
@@ -46,12 +47,21 @@ func krakenMain() int {
 		fmt.Fprintln(os.Stderr, "kraken:", err)
 		return 1
 	}
+	ml, err := listener.New(n, listener.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kraken mqtt:", err)
+		return 1
+	}
 	if err := n.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "kraken:", err)
 		return 1
 	}
 	if err := srv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "kraken:", err)
+		return 1
+	}
+	if err := ml.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "kraken mqtt:", err)
 		return 1
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,7 +74,7 @@ func krakenMain() int {
 	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	fmt.Printf("ws://%s/ws http://%s/metrics\n", srv.Addr(), ln.Addr())
+	fmt.Printf("ws://%s/ws http://%s/metrics %s\n", srv.Addr(), ln.Addr(), ml.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = hs.Close()
 	_ = srv.Shutdown(context.Background())
@@ -75,6 +85,14 @@ func krakenMain() int {
 // kept for expiry, at most maxSessions (0: the default), and returns its
 // WebSocket URL, its metrics URL and its pid.
 func startKraken(t *testing.T, expiry time.Duration, maxSessions int) (url, metricsURL string, pid int) {
+	t.Helper()
+	url, metricsURL, _, pid = startKrakenMQTT(t, expiry, maxSessions)
+	return url, metricsURL, pid
+}
+
+// startKrakenMQTT is startKraken that also returns the address of the
+// child's MQTT listener.
+func startKrakenMQTT(t *testing.T, expiry time.Duration, maxSessions int) (url, metricsURL, mqttAddr string, pid int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), krakenEnv+"=1",
@@ -105,10 +123,10 @@ func startKraken(t *testing.T, expiry time.Duration, maxSessions int) (url, metr
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	f := strings.Fields(line)
-	if err != nil || len(f) != 2 {
+	if err != nil || len(f) != 3 {
 		t.Fatalf("kraken child: %q, %v", line, err)
 	}
-	return f[0], f[1], cmd.Process.Pid
+	return f[0], f[1], f[2], cmd.Process.Pid
 }
 
 func TestSmokeResume(t *testing.T) {

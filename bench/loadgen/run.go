@@ -17,6 +17,12 @@ type Config struct {
 	Tokens   int
 	Topic    string
 	Scenario string
+	// Transport is the subscriber connections' transport: "websocket"
+	// (the default) or "mqtt" (idle only): MQTT 3.1.1 clients of the
+	// broker's MQTT listener at MQTTAddr (mqtt.go); the publisher stays a
+	// WebSocket connection to URL.
+	Transport string
+	MQTTAddr  string
 	// N is the number of subscriber connections (idle, fanout, latency,
 	// connect); stream uses Topics × Subs.
 	N     int
@@ -118,6 +124,9 @@ func (c *Config) defaults() {
 	if c.SteadyMax <= 0 {
 		c.SteadyMax = 60 * time.Second
 	}
+	if c.Transport == "" {
+		c.Transport = "websocket"
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -151,6 +160,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.checkSubURLs(); err != nil {
 		return nil, err
 	}
+	mqttAddr := ""
+	switch cfg.Transport {
+	case "websocket":
+	case "mqtt":
+		if cfg.Scenario != "idle" {
+			return nil, fmt.Errorf("--transport mqtt: only the idle scenario, not %q", cfg.Scenario)
+		}
+		if cfg.MQTTAddr == "" {
+			return nil, errors.New("--transport mqtt needs --mqtt-addr")
+		}
+		if len(cfg.SubURLs) > 0 {
+			return nil, errors.New("--transport mqtt: no --urls")
+		}
+		mqttAddr = cfg.MQTTAddr
+	default:
+		return nil, fmt.Errorf("unknown transport %q (websocket, mqtt)", cfg.Transport)
+	}
 	e := &env{cfg: cfg, pubW: newWorker(0, 1, d, cfg.Heartbeat)}
 	defer e.pubW.close()
 	if cfg.Procs <= 1 {
@@ -160,6 +186,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				return nil, err
 			}
 		}
+		if mqttAddr != "" {
+			if sd, err = newDialer(cfg.URL, cfg.Token, cfg.Tokens, cfg.SourceIP, cfg.Timeout); err != nil {
+				return nil, err
+			}
+			sd.mqttAddr = mqttAddr
+		}
 		e.subs = []workerClient{localWorker{newWorker(0, 1, sd, cfg.Heartbeat)}}
 	} else {
 		for i := 0; i < cfg.Procs; i++ {
@@ -167,6 +199,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i),
 				"--index", fmt.Sprint(i), "--procs", fmt.Sprint(cfg.Procs),
 				"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}
+			if mqttAddr != "" {
+				args = append(args, "--mqtt-addr", mqttAddr)
+			}
 			rw, err := startRemote(cfg.Spawn, args)
 			if err != nil {
 				for _, w := range e.subs {

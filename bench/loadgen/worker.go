@@ -175,7 +175,14 @@ func (w *worker) connect(req request) response {
 					authF = clientFrame(resumeAuthPayload(tokenFor(w.d.token, w.d.tokens, gi), clientID(gi), false))
 				}
 				t0 := time.Now()
-				c, authNs, err := w.d.open(context.Background(), authF, subs, buf)
+				var c *conn
+				var authNs int64
+				var err error
+				if w.d.mqttAddr != "" {
+					c, authNs, err = w.d.mqttOpen(gi, req.Topics)
+				} else {
+					c, authNs, err = w.d.open(context.Background(), authF, subs, buf)
+				}
 				mu.Lock()
 				if err != nil {
 					r.Errors++
@@ -353,20 +360,29 @@ func (w *worker) drain(expect int, timeout time.Duration) response {
 				if expect == 0 {
 					dl = time.Now().Add(2 * time.Millisecond)
 				}
-				err := c.readFrames(buf, dl, func(op byte, p []byte) bool {
-					if op == opBinary && len(p) > 0 {
-						if m, err := scanServerMsg(p); err == nil {
-							switch string(m.typ) {
-							case "message":
-								got++
-								w.recordDelivery(m.data)
-							case "error":
-								w.noteError("error frame: " + string(m.errCode))
+				var err error
+				if c.mqtt {
+					err = c.readPublishes(dl, func(payload []byte) bool {
+						got++
+						w.recordDelivery(payload)
+						return expect > 0 && got >= expect
+					})
+				} else {
+					err = c.readFrames(buf, dl, func(op byte, p []byte) bool {
+						if op == opBinary && len(p) > 0 {
+							if m, err := scanServerMsg(p); err == nil {
+								switch string(m.typ) {
+								case "message":
+									got++
+									w.recordDelivery(m.data)
+								case "error":
+									w.noteError("error frame: " + string(m.errCode))
+								}
 							}
 						}
-					}
-					return expect > 0 && got >= expect
-				})
+						return expect > 0 && got >= expect
+					})
+				}
 				mu.Lock()
 				if expect > 0 && got < expect {
 					r.Short++
@@ -409,7 +425,7 @@ func (w *worker) heartbeats() {
 		conns := append([]*conn(nil), w.conns...)
 		w.mu.Unlock()
 		for _, c := range conns {
-			if c.closed.Load() {
+			if c.closed.Load() || c.mqtt { // MQTT: keep-alive 0, nothing to send
 				continue
 			}
 			_ = c.write(heartbeatFrame, 5*time.Second)

@@ -20,18 +20,13 @@ import (
 // old connection, which ends at its keep-alive. One mutex, taken at
 // CONNECT, at close and when a session is parked or expires.
 type clients struct {
-	mu      sync.Mutex
-	m       map[string]holder // identity → its connection
-	kept    map[string]*kept  // identity → its session, while disconnected
-	waiting map[string]*conn  // identity → a Clean Session 0 CONNECT waiting for a takeover's session
-}
-
-// holder is the connection of an identity and, for a Clean Session 0
-// one, its session state (read here, under the mutex, rather than from
-// the connection, whose reader owns it).
-type holder struct {
-	st *conn
-	ps *persist
+	mu sync.Mutex
+	// m is identity → its connection, keyed by the connection's own
+	// clientKey (connset.go). A Clean Session 0 connection's session state
+	// is read from it under the mutex (conn.heldSession).
+	m       connSet
+	kept    map[string]*kept // identity → its session, while disconnected
+	waiting map[string]*conn // identity → a Clean Session 0 CONNECT waiting for a takeover's session
 }
 
 // clientKey is the identity of a client: its actor and identifier.
@@ -53,9 +48,7 @@ func (cs *clients) release(st *conn) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.m[st.clientKey].st == st {
-		delete(cs.m, st.clientKey)
-	}
+	cs.m.remove(st)
 }
 
 // sessions returns the number of sessions kept while disconnected.

@@ -16,48 +16,81 @@ import (
 // OnRequest (never run concurrently with itself). Its reactor.Stream makes
 // it the context netpoll hands back to OnRequest and, with its Encoding,
 // the connection's hub.Transport; it is also the connection's session.Sink.
+//
+// It is 112 bytes, one allocation (TestConnStateSize): what only some
+// connections have (a will, a persistent session, inbound QoS 2 state, the
+// carrying WebSocket stream) is behind x, nil for most of them.
 type conn struct {
 	session.State  // the hub record (Conn), rate and error windows
 	reactor.Stream // the socket, the partial packet, what this read decided
 
 	// The packet being handled, for the replies it gets (Write, Frame):
 	// read and written on the reader only.
-	curID     uint16      // its Packet Identifier (first: no padding after the Stream)
-	cur       packet.Type // its type; 0 between packets
-	curQoS    byte        // a PUBLISH's QoS
-	curLast   bool        // the last filter of a SUBSCRIBE or UNSUBSCRIBE is being handled
-	granted   bool        // the current SUBSCRIBE filter was accepted (Frame(KindSubscribed))
-	refused   bool        // the current SUBSCRIBE filter was refused (Write(KindError))
-	connected bool        // a CONNECT was accepted
+	curID  uint16      // its Packet Identifier (first: no padding after the Stream)
+	cur    packet.Type // its type; 0 between packets
+	curQoS byte        // a PUBLISH's QoS
 
-	connack    packet.ReturnCode // the CONNACK a reply decided (hasConnack), written after Handle returns
-	hasConnack bool
-	acked      bool // the PUBLISH being handled was acknowledged (Write)
+	connack packet.ReturnCode // the CONNACK a reply decided (flagHasConnack), written after Handle returns
+	flags   uint8             // flagCurLast, flagGranted, ...: read and written on the reader only
+
+	// ws says the connection is MQTT over WebSocket (websocket.go): x.over
+	// is the stream of the WebSocket connection that carries it. Set
+	// before the connection is handed over (hub.Hub.Rebind), never
+	// changed, so any goroutine may read it (Encoding); a byte of its own,
+	// apart from the reader's flags.
+	ws bool
+	// durable says the connection is a Clean Session 0 one: x.ps is its
+	// session state. Set on the reader before the connection enters the
+	// listener's clients, never changed after, so a goroutine that finds
+	// it there (clients.mu held) may read it and x.ps (heldSession).
+	durable bool
 
 	clientKey string // actor and client identifier, in the listener's clients; "" for none (clients.go)
-	x         *extra // a will, a persistent session, inbound QoS 2 in progress; nil for most connections
+	x         *extra // a will, a persistent session, inbound QoS 2 in progress, the carrying stream; nil for most connections
 
 	// window is the outbound QoS 1 and 2 in flight and waiting: made by the
 	// first such SUBSCRIBE, or a resumed session's (sessions.go). Read by
 	// the worker (Deliver), set by the reader or, for a CONNECT that took a
 	// session over, by the old connection's worker.
 	window atomic.Pointer[inflight]
-
-	// over is, for MQTT over WebSocket (websocket.go), the stream of the
-	// WebSocket connection that carries this one: its reader queues the
-	// replies and decides the closes there, and every packet it writes is
-	// one binary WebSocket frame. nil on the MQTT listener. Set before the
-	// connection is handed over (hub.Hub.Rebind), never changed.
-	over *reactor.Stream
 }
+
+// The reader's flags (conn.flags) of the packet being handled and of the
+// connection.
+const (
+	flagCurLast    uint8 = 1 << iota // the last filter of a SUBSCRIBE or UNSUBSCRIBE is being handled
+	flagGranted                      // the current SUBSCRIBE filter was accepted (Frame(KindSubscribed))
+	flagRefused                      // the current SUBSCRIBE filter was refused (Write(KindError))
+	flagHasConnack                   // a reply decided the CONNACK (conn.connack)
+	flagAcked                        // the PUBLISH being handled was acknowledged (Write)
+	flagConnected                    // a CONNECT was accepted
+
+	// flagsPerPacket are the flags command clears before each packet.
+	flagsPerPacket = flagCurLast | flagGranted | flagRefused | flagHasConnack | flagAcked
+)
+
+// is reports whether every flag of f is set (on the reader).
+func (st *conn) is(f uint8) bool { return st.flags&f == f }
+
+// set sets the flags f (on the reader).
+func (st *conn) set(f uint8) { st.flags |= f }
 
 // extra is the state only some connections have, kept out of conn so that
 // the common one (a client identifier, Clean Session 1, no will, QoS 0
-// and 1 publishes) stays small (TestConnStateSize). Set on the reader.
+// and 1 publishes, on the MQTT listener) stays small (TestConnStateSize).
+// Set on the reader, except over.
 type extra struct {
 	will     *will               // the CONNECT's Will Message, published if the connection ends without DISCONNECT (will.go)
 	ps       *persist            // a Clean Session 0 connection's session state (sessions.go)
 	received map[uint16]struct{} // inbound QoS 2 identifiers between PUBLISH and PUBREL
+
+	// over is, for MQTT over WebSocket (conn.ws), the stream of the
+	// WebSocket connection that carries this one: its reader queues the
+	// replies and decides the closes there, and every packet it writes is
+	// one binary WebSocket frame. Set with conn.ws, before the connection
+	// is handed over; such a connection's x is made then and never
+	// replaced.
+	over *reactor.Stream
 }
 
 // more returns st's extra state, made on first use (on the reader).
@@ -77,10 +110,20 @@ func (st *conn) persistent() *persist {
 	return st.x.ps
 }
 
+// heldSession is persistent for a goroutine other than st's reader that
+// found st in the listener's clients (clients.mu held): durable and, for a
+// durable connection, x and x.ps were set before st entered them.
+func (st *conn) heldSession() *persist {
+	if !st.durable {
+		return nil
+	}
+	return st.x.ps
+}
+
 // Encoding implements hub.Transport: MQTT packets, in binary WebSocket
 // frames when carried over WebSocket.
 func (st *conn) Encoding() hub.Encoding {
-	if st.over != nil {
+	if st.ws {
 		return WebSocketEncoding{}
 	}
 	return Encoding{}
@@ -89,8 +132,8 @@ func (st *conn) Encoding() hub.Encoding {
 // reader is the stream the connection's reader queues its replies and
 // decides its closes on: its own, or the carrying WebSocket connection's.
 func (st *conn) reader() *reactor.Stream {
-	if st.over != nil {
-		return st.over
+	if st.ws {
+		return st.x.over
 	}
 	return &st.Stream
 }
@@ -100,7 +143,7 @@ func (st *conn) reader() *reactor.Stream {
 func (st *conn) Closing() bool { return st.reader().Closing() }
 
 // framed is pkt as the connection writes it (frame).
-func (st *conn) framed(pkt []byte) []byte { return frame(st.over != nil, pkt) }
+func (st *conn) framed(pkt []byte) []byte { return frame(st.ws, pkt) }
 
 // frame is pkt as written on a plain MQTT connection (itself) or, with ws,
 // on an MQTT-over-WebSocket one (in one binary frame); nil stays nil.
@@ -129,10 +172,10 @@ func (st *conn) Frame(r session.Reply) []byte {
 	switch r.Kind {
 	case session.KindSubscribed:
 		if st.cur == packet.TypeSubscribe {
-			st.granted = true
+			st.set(flagGranted)
 		}
 	case session.KindUnsubscribed:
-		if st.cur == packet.TypeUnsubscribe && st.curLast {
+		if st.cur == packet.TypeUnsubscribe && st.is(flagCurLast) {
 			return st.framed(packet.AppendUnsuback(nil, st.curID))
 		}
 		return unsubackPlaceholder
@@ -147,7 +190,8 @@ func (st *conn) Write(r session.Reply) {
 	case packet.TypeConnect:
 		switch r.Kind { // an accepted CONNECT's CONNACK says whether a session is present (openSession)
 		case session.KindAuthFailed:
-			st.connack, st.hasConnack = connackCode(r.Err), true
+			st.connack = connackCode(r.Err)
+			st.set(flagHasConnack)
 		}
 	case packet.TypePublish:
 		// A denied publish is acknowledged too (OQ-27): MQTT 3.1.1 has no
@@ -155,13 +199,13 @@ func (st *conn) Write(r session.Reply) {
 		// Written at once, like the WebSocket `published`: the session
 		// writes it before it hands the publication to the hub, so the
 		// acknowledgement precedes the publisher's own copies.
-		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && !st.acked {
-			st.acked = true
+		if (r.Kind == session.KindPublished || r.Kind == session.KindError) && !st.is(flagAcked) {
+			st.set(flagAcked)
 			st.write(pubAck(st.curQoS, st.curID))
 		}
 	case packet.TypeSubscribe:
 		if r.Kind == session.KindError {
-			st.refused = true
+			st.set(flagRefused)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func (l *Listener) refuse(st *conn, err error) {
 
 // handle runs one decoded packet.
 func (l *Listener) handle(st *conn, p *packet.Packet) {
-	if !st.connected {
+	if !st.is(flagConnected) {
 		if p.Type != packet.TypeConnect {
 			l.refuse(st, packet.ErrNotConnect)
 			return
@@ -185,11 +185,14 @@ func (l *Listener) handle(st *conn, p *packet.Packet) {
 // command runs cmd through the session protocol with p as the packet being
 // handled, then writes the acknowledgement its replies decided.
 func (l *Listener) command(st *conn, p *packet.Packet, last bool, cmd *wire.Command) {
-	st.cur, st.curID, st.curQoS, st.curLast = p.Type, p.PacketID, p.QoS, last
-	st.granted, st.refused, st.hasConnack, st.acked = false, false, false, false
+	st.cur, st.curID, st.curQoS = p.Type, p.PacketID, p.QoS
+	st.flags &^= flagsPerPacket
+	if last {
+		st.set(flagCurLast)
+	}
 	l.proto.Handle(&st.State, st, cmd)
 	st.cur = 0
-	if st.hasConnack {
+	if st.is(flagHasConnack) {
 		st.write(packet.AppendConnack(nil, false, st.connack))
 	}
 }
@@ -225,7 +228,7 @@ func (l *Listener) connect(st *conn, p *packet.Packet) {
 		st.Disconnect(disconnect.New(disconnect.AuthFailures))
 		return
 	}
-	st.connected = true
+	st.set(flagConnected)
 	if w := newWill(c); w != nil {
 		st.more().will = w
 	}
@@ -301,7 +304,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 			if st.persistent() != nil {
 				w.sent = make([]sentMsg, len(w.ids))
 			}
-			w.ws = st.over != nil
+			w.ws = st.ws
 			st.window.CompareAndSwap(nil, w) // a session taken over may have given it one meanwhile
 		}
 		cmd.Reset()
@@ -310,7 +313,7 @@ func (l *Listener) subscribe(st *conn, p *packet.Packet) {
 		if st.Closing() {
 			return
 		}
-		if st.granted && !st.refused {
+		if st.is(flagGranted) && !st.is(flagRefused) {
 			codes[i], patterns[i] = min(f.QoS, maxGrantedQoS), f.Topic
 		} else {
 			codes[i] = packet.SubackFailure

@@ -128,9 +128,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	l := ps.l
 	k := &kept{specs: specs, f: st.window.Load(), received: st.x.received}
 	l.clients.mu.Lock()
-	if l.clients.m[st.clientKey].st == st {
-		delete(l.clients.m, st.clientKey)
-	}
+	l.clients.m.remove(st)
 	if ps.gone.Load() { // taken over by a connection on another node (stored.go)
 		l.clients.mu.Unlock()
 		return
@@ -141,7 +139,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 		l.restore(w, k, true) // taken over by a Clean Session 0 CONNECT
 		return
 	}
-	if _, taken := l.clients.m[st.clientKey]; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
+	if taken := l.clients.m.get(st.clientKey) != nil; taken || len(l.clients.kept) >= l.cfg.MaxSessions {
 		// taken over by a Clean Session 1 CONNECT, which discards it; or
 		// too many sessions kept (its record in the store stays)
 		l.clients.mu.Unlock()
@@ -154,7 +152,7 @@ func (st *conn) Park(c *hub.Conn, specs []hub.SubSpec) {
 	}
 	if k.f == nil {
 		k.f = newInflight(l.hub, l.cfg.MaxInflight, l.cfg.SessionMaxBytes, 0)
-		k.f.sent, k.f.ws = make([]sentMsg, len(k.f.ids)), st.over != nil
+		k.f.sent, k.f.ws = make([]sentMsg, len(k.f.ids)), st.ws
 	}
 	k.f.mu.Lock()
 	k.f.parked, k.f.maxN, k.f.drops = true, l.cfg.SessionMaxMessages, &l.sessionDrops
@@ -217,15 +215,14 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 		l.endStored(st.clientKey)
 	} else {
 		st.more().ps = &persist{l: l, expiry: l.sessionExpiry(st.Conn), id: storePrefix + st.clientKey}
+		st.durable = true // before st enters cs.m (conn.heldSession)
 	}
 	cs := &l.clients
 	cs.mu.Lock()
-	if cs.m == nil {
-		cs.m, cs.kept, cs.waiting = make(map[string]holder), make(map[string]*kept), make(map[string]*conn)
+	if cs.kept == nil {
+		cs.kept, cs.waiting = make(map[string]*kept), make(map[string]*conn)
 	}
-	prev := cs.m[st.clientKey]
-	old := prev.st
-	cs.m[st.clientKey] = holder{st: st, ps: st.persistent()}
+	old := cs.m.put(st)
 	k := cs.kept[st.clientKey]
 	delete(cs.kept, st.clientKey)
 	if k != nil && !clean && k.enc.ID() != st.Encoding().ID() {
@@ -236,9 +233,9 @@ func (l *Listener) openSession(st *conn, clean bool, id string) {
 	// A live session is taken over by a connection of its transport only
 	// (its window's frames are that transport's); across transports the
 	// old one ends and is discarded (Park: the identity is taken). old's
-	// encoding is fixed (conn.over is set before it is handed over, and
+	// encoding is fixed (conn.ws is set before it is handed over, and
 	// it was registered here after its CONNECT).
-	wait := !clean && old != nil && prev.ps != nil && old.Encoding().ID() == st.Encoding().ID()
+	wait := !clean && old != nil && old.heldSession() != nil && old.Encoding().ID() == st.Encoding().ID()
 	if wait {
 		st.x.ps.connack = st.Conn.ExpectReply()
 		cs.waiting[st.clientKey] = st

@@ -145,12 +145,16 @@ func (l *Listener) record(ps *persist, specs []hub.SubSpec, live bool, pos, now 
 func (l *Listener) LiveRecords(now time.Time) []sessionkv.Record {
 	_, lag, refresh := l.store.SaveTiming()
 	l.clients.mu.Lock()
-	lives := make([]holder, 0, len(l.clients.m))
-	for _, h := range l.clients.m {
-		if h.ps != nil {
-			lives = append(lives, h)
-		}
+	type live struct {
+		st *conn
+		ps *persist
 	}
+	var lives []live
+	l.clients.m.each(func(st *conn) {
+		if ps := st.heldSession(); ps != nil {
+			lives = append(lives, live{st, ps})
+		}
+	})
 	l.clients.mu.Unlock()
 	var recs []sessionkv.Record
 	for _, h := range lives {
@@ -228,16 +232,20 @@ func (l *Listener) TakenOver(id string) bool {
 	cs.mu.Lock()
 	k := cs.kept[key]
 	delete(cs.kept, key)
-	h := cs.m[key]
+	var st *conn
+	var ps *persist
+	if st = cs.m.get(key); st != nil {
+		ps = st.heldSession()
+	}
 	cs.mu.Unlock()
 	if k != nil && k.pc != nil {
 		l.hub.Close(k.pc, disconnect.New(disconnect.SessionTakenOver))
 	}
-	if h.ps != nil {
-		h.ps.saves.stop()
-		h.ps.gone.Store(true)
+	if ps != nil {
+		ps.saves.stop()
+		ps.gone.Store(true)
 		l.takeovers.Add(1)
-		l.hub.Close(h.st.Conn, disconnect.New(disconnect.SessionTakenOver))
+		l.hub.Close(st.Conn, disconnect.New(disconnect.SessionTakenOver))
 	}
 	return true
 }
@@ -295,7 +303,7 @@ func (l *Listener) restoreStored(ctx context.Context, st *conn, rs *resume.Store
 	for _, s := range rs.Specs {
 		if s.QoS > 0 && st.window.Load() == nil {
 			w := newInflight(h, l.cfg.MaxInflight, l.cfg.MaxQueuedBytes, h.Config().WriteTimeout)
-			w.sent, w.ws = make([]sentMsg, len(w.ids)), st.over != nil
+			w.sent, w.ws = make([]sentMsg, len(w.ids)), st.ws
 			st.window.Store(w)
 		}
 	}

@@ -132,7 +132,7 @@ func (WebSocket) Subprotocols() []string { return subprotocols }
 // WebSocketEncoding (hub.Hub.Rebind), open, counted as MQTT, never
 // resumable. It reports false when c was already closing.
 func (w WebSocket) Open(c *hub.Conn, s *reactor.Stream) bool {
-	st := &wsConn{conn: conn{Stream: reactor.NewStream(s.Socket()), over: s}, l: w.l}
+	st := &wsConn{conn: conn{Stream: reactor.NewStream(s.Socket()), ws: true, x: &extra{over: s}}, l: w.l}
 	st.NotResumable() // clean sessions only (doc.go)
 	st.Conn = c
 	if !w.l.hub.Rebind(c, st) {
