@@ -52,6 +52,11 @@ type FDOperator struct {
 	// lockMod. (It fills padding: FDOperator keeps its size.)
 	mod int32
 
+	// conn, when set, receives the events of a connection (OnHup, Inputs,
+	// InputAck, Outputs, OutputAck are then nil): a pointer instead of five
+	// method values allocated per connection. See the dispatch methods below.
+	conn *connection
+
 	// private, used by operatorCache
 	next  *FDOperator
 	state int32 // CAS: 0(unused) 1(inuse) 2(do-done)
@@ -166,7 +171,65 @@ func (op *FDOperator) reset() {
 	op.OnRead, op.OnWrite, op.OnHup = nil, nil, nil
 	op.Inputs, op.InputAck = nil, nil
 	op.Outputs, op.OutputAck = nil, nil
+	op.conn = nil
 	op.poll = nil
 	op.detached = 0
 	atomic.StoreInt32(&op.mod, 0)
+}
+
+// The pollers dispatch a connection's events through these: to the
+// connection when conn is set (a connection's operator), else to the func
+// fields (listeners, dialers, tests).
+
+// hasInputs reports whether the operator reads into a buffer (a connection).
+func (op *FDOperator) hasInputs() bool { return op.conn != nil || op.Inputs != nil }
+
+// hasOutputs reports whether the operator writes from a buffer (a connection).
+func (op *FDOperator) hasOutputs() bool { return op.conn != nil || op.Outputs != nil }
+
+func (op *FDOperator) inputs(vs [][]byte) [][]byte {
+	if c := op.conn; c != nil {
+		return c.inputs(vs)
+	}
+	return op.Inputs(vs)
+}
+
+func (op *FDOperator) inputAck(n int) error {
+	if c := op.conn; c != nil {
+		return c.inputAck(n)
+	}
+	return op.InputAck(n)
+}
+
+func (op *FDOperator) outputs(vs [][]byte) ([][]byte, bool) {
+	if c := op.conn; c != nil {
+		return c.outputs(vs)
+	}
+	return op.Outputs(vs)
+}
+
+func (op *FDOperator) outputAck(n int) error {
+	if c := op.conn; c != nil {
+		return c.outputAck(n)
+	}
+	return op.OutputAck(n)
+}
+
+// hup is a hang-up the poller runs after its batch of events (onhups): the
+// connection's onHup, or the operator's OnHup, taken when the hang-up was
+// seen (the operator may be freed and reset before it runs).
+type hup struct {
+	fn   func(p Poll) error
+	conn *connection
+}
+
+func (op *FDOperator) hup() hup { return hup{fn: op.OnHup, conn: op.conn} }
+
+func (h hup) run(p Poll) {
+	switch {
+	case h.conn != nil:
+		h.conn.onHup(p)
+	case h.fn != nil:
+		h.fn(p)
+	}
 }
