@@ -437,7 +437,6 @@ func (c *connection) init(conn Conn, opts *options) (err error) {
 
 	c.initNetFD(conn) // conn must be *netFD{}
 	c.initFDOperator()
-	c.initFinalizer()
 
 	syscall.SetNonblock(c.fd, true)
 	// enable TCP_NODELAY by default
@@ -474,16 +473,17 @@ func (c *connection) initFDOperator() {
 	c.operator = op
 }
 
-func (c *connection) initFinalizer() {
-	c.AddCloseCallback(func(connection Connection) (err error) {
-		c.stop(flushing)
-		c.operator.Free()
-		if err = c.netFD.Close(); err != nil {
-			logger.Printf("NETPOLL: netFD close failed: %v", err)
-		}
-		c.closeBuffer()
-		return nil
-	})
+// finalize releases what the connection holds once it is closed: the
+// operator, the descriptor, the buffers. It runs at the end of closeCallback,
+// after every close callback, where the finalizer close callback (added first,
+// so run last) ran before.
+func (c *connection) finalize() {
+	c.stop(flushing)
+	c.operator.Free()
+	if err := c.netFD.Close(); err != nil {
+		logger.Printf("NETPOLL: netFD close failed: %v", err)
+	}
+	c.closeBuffer()
 }
 
 // output returns the output buffer, nil before the first write.

@@ -20,6 +20,7 @@ package netpoll
 import (
 	"context"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cloudwego/netpoll/internal/runner"
 )
@@ -39,7 +40,16 @@ type onEvent struct {
 	onConnectCallback    atomic.Value
 	onDisconnectCallback atomic.Value
 	onRequestCallback    atomic.Value
-	closeCallbacks       atomic.Value // value is latest *callbackNode
+	// closeFirst is the first callback added (AddCloseCallback), held
+	// without a node: most connections have one at most. It is a CloseCallback
+	// stored through an unsafe.Pointer (see loadCloseFirst), so that it can
+	// be read atomically in a word. closeCallbacks holds those added after
+	// it, the latest first.
+	closeFirst     unsafe.Pointer
+	closeCallbacks unsafe.Pointer // *callbackNode
+	// srv is the *server that accepted the connection, nil for a dialed one:
+	// the close path takes the connection out of its table (server.remove).
+	srv unsafe.Pointer
 }
 
 type callbackNode struct {
@@ -81,13 +91,21 @@ func (c *connection) AddCloseCallback(callback CloseCallback) error {
 	if callback == nil {
 		return nil
 	}
+	if atomic.LoadPointer(&c.closeFirst) == nil {
+		atomic.StorePointer(&c.closeFirst, *(*unsafe.Pointer)(unsafe.Pointer(&callback)))
+		return nil
+	}
 	cb := &callbackNode{}
 	cb.fn = callback
-	if pre := c.closeCallbacks.Load(); pre != nil {
-		cb.pre = pre.(*callbackNode)
-	}
-	c.closeCallbacks.Store(cb)
+	cb.pre = (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks))
+	atomic.StorePointer(&c.closeCallbacks, unsafe.Pointer(cb))
 	return nil
+}
+
+// loadCloseFirst returns the first close callback added, nil if none was.
+func (c *connection) loadCloseFirst() (fn CloseCallback) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.closeFirst)
+	return fn
 }
 
 // onPrepare supports close connection, but not read/write data.
@@ -276,13 +294,19 @@ func (c *connection) closeCallback(needLock, needDetach bool) (err error) {
 			logger.Printf("NETPOLL: closeCallback[%v,%v] detach operator failed: %v", needLock, needDetach, err)
 		}
 	}
-	latest := c.closeCallbacks.Load()
-	if latest == nil {
-		return nil
+	// In the order of the close callbacks they replace (one closure and node
+	// each, before): the server's table first, then the callbacks added with
+	// AddCloseCallback, the latest first, then the finalizer.
+	if srv := (*server)(atomic.LoadPointer(&c.srv)); srv != nil {
+		srv.remove(c)
 	}
-	for callback := latest.(*callbackNode); callback != nil; callback = callback.pre {
+	for callback := (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks)); callback != nil; callback = callback.pre {
 		callback.fn(c)
 	}
+	if first := c.loadCloseFirst(); first != nil {
+		first(c)
+	}
+	c.finalize()
 	return nil
 }
 
