@@ -47,7 +47,7 @@ type connection struct {
 	writeTimeout  time.Duration
 	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
 	writeTimer    *time.Timer
-	inputBuffer   *LinkBuffer
+	inputBuffer   unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
 	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
 	outputBarrier *barrier
 	maxSize       int       // The maximum size of data between two Release().
@@ -192,7 +192,7 @@ func (c *connection) Next(n int) (p []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return p, err
 	}
-	return c.inputBuffer.Next(n)
+	return c.reader().Next(n)
 }
 
 // Peek implements Connection.
@@ -200,7 +200,7 @@ func (c *connection) Peek(n int) (buf []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return buf, err
 	}
-	return c.inputBuffer.Peek(n)
+	return c.reader().Peek(n)
 }
 
 // Skip implements Connection.
@@ -208,15 +208,19 @@ func (c *connection) Skip(n int) (err error) {
 	if err = c.waitRead(n); err != nil {
 		return err
 	}
-	return c.inputBuffer.Skip(n)
+	return c.reader().Skip(n)
 }
 
 // Release implements Connection.
 func (c *connection) Release() (err error) {
+	in := c.input()
+	if in == nil {
+		return nil
+	}
 	// Check inputBuffer length first to reduce contention in mux situation.
 	// c.operator.do competes with c.inputs/c.inputAck
-	if c.inputBuffer.Len() == 0 && c.operator.do() {
-		maxSize := c.inputBuffer.calcMaxSize()
+	if in.Len() == 0 && c.operator.do() {
+		maxSize := in.calcMaxSize()
 		// Set the maximum value of maxsize equal to mallocMax to prevent GC pressure.
 		if maxSize > mallocMax {
 			maxSize = mallocMax
@@ -225,15 +229,19 @@ func (c *connection) Release() (err error) {
 		if maxSize > c.maxSize {
 			c.maxSize = maxSize
 		}
-		// Double check length, then drop the drained tail node: a connection
+		// Double check length, then drop the whole input buffer: a connection
 		// with nothing buffered holds no input memory while idle, and the
-		// next read books a node of c.maxSize.
-		if c.inputBuffer.Len() == 0 {
-			c.inputBuffer.dropTail()
+		// poller's next read creates one with a node of c.maxSize (inputs).
+		// The poller is not booking now (do), and only it creates the buffer
+		// besides this goroutine.
+		if in.Len() == 0 {
+			atomic.StorePointer(&c.inputBuffer, nil)
+			c.operator.done()
+			return in.Close()
 		}
 		c.operator.done()
 	}
-	return c.inputBuffer.Release()
+	return in.Release()
 }
 
 // Slice implements Connection.
@@ -241,12 +249,15 @@ func (c *connection) Slice(n int) (r Reader, err error) {
 	if err = c.waitRead(n); err != nil {
 		return nil, err
 	}
-	return c.inputBuffer.Slice(n)
+	return c.reader().Slice(n)
 }
 
 // Len implements Connection.
 func (c *connection) Len() (length int) {
-	return c.inputBuffer.Len()
+	if in := c.input(); in != nil {
+		return in.Len()
+	}
+	return 0
 }
 
 // Until implements Connection.
@@ -255,12 +266,12 @@ func (c *connection) Until(delim byte) (line []byte, err error) {
 	for {
 		if err = c.waitRead(n + 1); err != nil {
 			// return all the data in the buffer
-			line, _ = c.inputBuffer.Next(c.inputBuffer.Len())
+			line, _ = c.reader().Next(c.Len())
 			return
 		}
 
-		l = c.inputBuffer.Len()
-		i := c.inputBuffer.indexByte(delim, n)
+		l = c.Len()
+		i := c.reader().indexByte(delim, n)
 		if i < 0 {
 			n = l // skip all exists bytes
 			continue
@@ -274,7 +285,7 @@ func (c *connection) ReadString(n int) (s string, err error) {
 	if err = c.waitRead(n); err != nil {
 		return s, err
 	}
-	return c.inputBuffer.ReadString(n)
+	return c.reader().ReadString(n)
 }
 
 // ReadBinary implements Connection.
@@ -282,7 +293,7 @@ func (c *connection) ReadBinary(n int) (p []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return p, err
 	}
-	return c.inputBuffer.ReadBinary(n)
+	return c.reader().ReadBinary(n)
 }
 
 // ReadByte implements Connection.
@@ -290,7 +301,7 @@ func (c *connection) ReadByte() (b byte, err error) {
 	if err = c.waitRead(1); err != nil {
 		return b, err
 	}
-	return c.inputBuffer.ReadByte()
+	return c.reader().ReadByte()
 }
 
 // ------------------------------------------ implement zero-copy writer ------------------------------------------
@@ -371,13 +382,13 @@ func (c *connection) Read(p []byte) (n int, err error) {
 	if err = c.waitRead(1); err != nil {
 		return 0, err
 	}
-	if has := c.inputBuffer.Len(); has < l {
+	if has := c.Len(); has < l {
 		l = has
 	}
-	src, err := c.inputBuffer.Next(l)
+	src, err := c.reader().Next(l)
 	n = copy(p, src)
 	if err == nil {
-		err = c.inputBuffer.Release()
+		err = c.Release()
 	}
 	return n, err
 }
@@ -428,11 +439,9 @@ func (c *connection) init(conn Conn, opts *options) (err error) {
 	// init buffer, barrier, finalizer
 	c.bookSize, c.maxSize = defaultLinkBufferSize, defaultLinkBufferSize
 	// Nothing is allocated here that the connection may never use: the input
-	// buffer starts without a node (the first read books one of c.maxSize),
-	// the output buffer is created by the first write (writer), the
-	// write-vector block is taken by the first flush and the trigger channels
-	// by the first wait (waitTriggers).
-	c.inputBuffer = NewLinkBuffer()
+	// buffer is created by the first read (input), the output buffer by the
+	// first write (writer), the write-vector block is taken by the first
+	// flush and the trigger channels by the first wait (waitTriggers).
 	c.state = connStateNone
 
 	c.initNetFD(conn) // conn must be *netFD{}
@@ -484,6 +493,34 @@ func (c *connection) finalize() {
 		logger.Printf("NETPOLL: netFD close failed: %v", err)
 	}
 	c.closeBuffer()
+}
+
+// input returns the input buffer, nil while there is none: before the first
+// read, and after a Release that left it empty (it is then dropped).
+func (c *connection) input() *LinkBuffer {
+	return (*LinkBuffer)(atomic.LoadPointer(&c.inputBuffer))
+}
+
+// reader returns the input buffer for the reader's methods, creating an empty
+// one if there is none (a reader asking for 0 bytes, or after a close). The
+// poller creates it too (inputs); whichever stores it first wins.
+func (c *connection) reader() *LinkBuffer {
+	if in := c.input(); in != nil {
+		return in
+	}
+	return c.newInput(0)
+}
+
+// newInput creates the input buffer, with a first node of size bytes (an
+// empty read-only node if size is 0), unless another goroutine has just
+// created it.
+func (c *connection) newInput(size int) *LinkBuffer {
+	b := NewLinkBuffer(size)
+	if atomic.CompareAndSwapPointer(&c.inputBuffer, nil, unsafe.Pointer(b)) {
+		return b
+	}
+	b.Close()
+	return c.input()
 }
 
 // output returns the output buffer, nil before the first write.
@@ -553,7 +590,7 @@ func (c *connection) triggerWrite(err error) {
 
 // waitRead will wait full n bytes.
 func (c *connection) waitRead(n int) (err error) {
-	if n <= c.inputBuffer.Len() {
+	if n <= c.Len() {
 		return nil
 	}
 	t, _ := c.waitTriggers() // the loops below check the closing state themselves
@@ -569,7 +606,7 @@ func (c *connection) waitRead(n int) (err error) {
 		return c.waitReadWithTimeout(n, c.readTimeout, t)
 	}
 	// wait full n
-	for c.inputBuffer.Len() < n {
+	for c.Len() < n {
 		switch c.status(closing) {
 		case poller:
 			return Exception(ErrEOF, "wait read")
@@ -593,7 +630,7 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 		c.readTimer.Reset(timeout)
 	}
 
-	for c.inputBuffer.Len() < n {
+	for c.Len() < n {
 		switch c.status(closing) {
 		case poller:
 			// cannot return directly, stop timer first!
@@ -607,7 +644,7 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 			select {
 			case <-c.readTimer.C:
 				// double check if there is enough data to be read
-				if c.inputBuffer.Len() >= n {
+				if c.Len() >= n {
 					return nil
 				}
 				return Exception(ErrReadTimeout, c.remoteAddr.String())

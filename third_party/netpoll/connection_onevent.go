@@ -80,7 +80,7 @@ func (c *connection) SetOnRequest(onRequest OnRequest) error {
 	}
 	c.onRequestCallback.Store(onRequest)
 	// fix: trigger OnRequest if there is already input data.
-	if !c.inputBuffer.IsEmpty() {
+	if c.Len() > 0 {
 		c.onRequest()
 	}
 	return nil
@@ -324,6 +324,6 @@ func (c *connection) register() (err error) {
 // isIdle implements gracefulExit.
 func (c *connection) isIdle() (yes bool) {
 	return c.isUnlock(processing) &&
-		c.inputBuffer.IsEmpty() &&
+		c.Len() == 0 &&
 		(c.output() == nil || c.output().IsEmpty())
 }

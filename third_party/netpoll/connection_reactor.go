@@ -73,8 +73,8 @@ func (c *connection) closeBuffer() {
 	onRequest, _ := c.onRequestCallback.Load().(OnRequest)
 	// if client close the connection, we cannot ensure that the poller is not process the buffer,
 	// so we need to check the buffer length, and if it's an "unclean" close operation, let's give up to reuse the buffer
-	if c.inputBuffer.Len() == 0 || onConnect != nil || onRequest != nil {
-		c.inputBuffer.Close()
+	if in := c.input(); in != nil && (in.Len() == 0 || onConnect != nil || onRequest != nil) {
+		in.Close()
 	}
 	if out := c.output(); out == nil || out.Len() == 0 || onConnect != nil || onRequest != nil {
 		if out != nil {
@@ -89,14 +89,20 @@ func (c *connection) closeBuffer() {
 
 // inputs implements FDOperator.
 func (c *connection) inputs(vs [][]byte) (rs [][]byte) {
-	vs[0] = c.inputBuffer.book(c.bookSize, c.maxSize)
+	in := c.input()
+	if in == nil {
+		// Nothing buffered since the last Release dropped the buffer (or
+		// before the first read): a new one, with the node book would add.
+		in = c.newInput(c.maxSize)
+	}
+	vs[0] = in.book(c.bookSize, c.maxSize)
 	return vs[:1]
 }
 
 // inputAck implements FDOperator.
 func (c *connection) inputAck(n int) (err error) {
 	if n <= 0 {
-		c.inputBuffer.bookAck(0)
+		c.input().bookAck(0)
 		return nil
 	}
 
@@ -105,7 +111,7 @@ func (c *connection) inputAck(n int) (err error) {
 		c.bookSize <<= 1
 	}
 
-	length, _ := c.inputBuffer.bookAck(n)
+	length, _ := c.input().bookAck(n)
 	if c.maxSize < length {
 		c.maxSize = length
 	}

@@ -241,7 +241,7 @@ func TestConnectionWaitReadHalfPacket(t *testing.T) {
 	// write half packet
 	syscall.Write(w, msg[:size/2])
 	// wait poller reads buffer
-	for rconn.inputBuffer.Len() <= 0 {
+	for rconn.Len() <= 0 {
 		runtime.Gosched()
 	}
 
