@@ -18,6 +18,7 @@
 package netpoll
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -40,18 +41,16 @@ type connection struct {
 	locker
 	operator      *FDOperator
 	readTimeout   time.Duration
-	readDeadline  int64 // UnixNano(). it overwrites readTimeout. 0 if not set.
-	readTimer     *time.Timer
+	readDeadline  int64          // UnixNano(). it overwrites readTimeout. 0 if not set.
 	triggers      unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
 	waitReadSize  int64
 	writeTimeout  time.Duration
-	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
-	writeTimer    *time.Timer
+	writeDeadline int64          // UnixNano(). it overwrites writeTimeout. 0 if not set.
 	inputBuffer   unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
 	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
 	outputBarrier *barrier
-	maxSize       int       // The maximum size of data between two Release().
-	bookSize      int       // The size of data that can be read at once.
+	maxSize       int32     // The maximum size of data between two Release().
+	bookSize      int32     // The size of data that can be read at once.
 	state         connState // Connection state should be changed sequentially.
 }
 
@@ -226,8 +225,8 @@ func (c *connection) Release() (err error) {
 			maxSize = mallocMax
 		}
 
-		if maxSize > c.maxSize {
-			c.maxSize = maxSize
+		if maxSize > int(c.maxSize) {
+			c.maxSize = int32(maxSize) // at most mallocMax
 		}
 		// Double check length, then drop the whole input buffer: a connection
 		// with nothing buffered holds no input memory while idle, and the
@@ -437,7 +436,7 @@ var barrierPool = sync.Pool{
 // init initializes the connection with options
 func (c *connection) init(conn Conn, opts *options) (err error) {
 	// init buffer, barrier, finalizer
-	c.bookSize, c.maxSize = defaultLinkBufferSize, defaultLinkBufferSize
+	c.bookSize, c.maxSize = clampInt32(defaultLinkBufferSize), clampInt32(defaultLinkBufferSize)
 	// Nothing is allocated here that the connection may never use: the input
 	// buffer is created by the first read (input), the output buffer by the
 	// first write (writer), the write-vector block is taken by the first
@@ -495,6 +494,17 @@ func (c *connection) finalize() {
 	c.closeBuffer()
 }
 
+// clampInt32 returns n, or the largest int32 if n is larger: maxSize and
+// bookSize are int32 to keep the connection small; both are at most mallocMax
+// once the connection has read (an 8 MiB bound), and start at the configured
+// buffer size.
+func clampInt32(n int) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n)
+}
+
 // input returns the input buffer, nil while there is none: before the first
 // read, and after a Release that left it empty (it is then dropped).
 func (c *connection) input() *LinkBuffer {
@@ -546,6 +556,12 @@ func (c *connection) writer() *LinkBuffer {
 type triggers struct {
 	read  chan error
 	write chan error
+	// The timers of a reader waiting with a timeout (waitReadWithTimeout) and
+	// of a flush waiting with one (waitFlush), created by their first wait
+	// and used only by the reader and the flusher, as when they were fields of
+	// the connection.
+	readTimer  *time.Timer
+	writeTimer *time.Timer
 }
 
 // waitTriggers returns the connection's triggers, creating them on the first
@@ -624,10 +640,10 @@ func (c *connection) waitRead(n int) (err error) {
 
 // waitReadWithTimeout will wait full n bytes or until timeout.
 func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *triggers) (err error) {
-	if c.readTimer == nil {
-		c.readTimer = time.NewTimer(timeout)
+	if t.readTimer == nil {
+		t.readTimer = time.NewTimer(timeout)
 	} else {
-		c.readTimer.Reset(timeout)
+		t.readTimer.Reset(timeout)
 	}
 
 	for c.Len() < n {
@@ -642,7 +658,7 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 			goto RET
 		default:
 			select {
-			case <-c.readTimer.C:
+			case <-t.readTimer.C:
 				// double check if there is enough data to be read
 				if c.Len() >= n {
 					return nil
@@ -658,8 +674,8 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 	}
 RET:
 	// clean timer.C
-	if !c.readTimer.Stop() {
-		<-c.readTimer.C
+	if !t.readTimer.Stop() {
+		<-t.readTimer.C
 	}
 	return err
 }
@@ -714,19 +730,19 @@ func (c *connection) waitFlush(t *triggers) (err error) {
 	}
 
 	// set write timeout
-	if c.writeTimer == nil {
-		c.writeTimer = time.NewTimer(timeout)
+	if t.writeTimer == nil {
+		t.writeTimer = time.NewTimer(timeout)
 	} else {
-		c.writeTimer.Reset(timeout)
+		t.writeTimer.Reset(timeout)
 	}
 
 	select {
 	case err = <-t.write:
-		if !c.writeTimer.Stop() { // clean timer
-			<-c.writeTimer.C
+		if !t.writeTimer.Stop() { // clean timer
+			<-t.writeTimer.C
 		}
 		return err
-	case <-c.writeTimer.C:
+	case <-t.writeTimer.C:
 		select {
 		// try fetch the write trigger if both cases fires
 		case err = <-t.write:

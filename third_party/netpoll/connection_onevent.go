@@ -36,10 +36,13 @@ type gracefulExit interface {
 // OnPrepare, OnRequest, CloseCallback share the lock processing,
 // which is a CAS lock and can only be cleared by OnRequest.
 type onEvent struct {
-	ctx                  context.Context
-	onConnectCallback    atomic.Value
-	onDisconnectCallback atomic.Value
-	onRequestCallback    atomic.Value
+	ctx context.Context
+	// The OnConnect, OnDisconnect and OnRequest callbacks, each a func value
+	// held in an unsafe.Pointer (storeFunc, loadOnConnect...): a word each,
+	// read and written atomically, where an atomic.Value took two.
+	onConnectCallback    unsafe.Pointer
+	onDisconnectCallback unsafe.Pointer
+	onRequestCallback    unsafe.Pointer
 	// closeFirst is the first callback added (AddCloseCallback), held
 	// without a node: most connections have one at most. It is a CloseCallback
 	// stored through an unsafe.Pointer (see loadCloseFirst), so that it can
@@ -60,7 +63,7 @@ type callbackNode struct {
 // SetOnConnect set the OnConnect callback.
 func (c *connection) SetOnConnect(onConnect OnConnect) error {
 	if onConnect != nil {
-		c.onConnectCallback.Store(onConnect)
+		storeFunc(&c.onConnectCallback, unsafe.Pointer(&onConnect))
 	}
 	return nil
 }
@@ -68,7 +71,7 @@ func (c *connection) SetOnConnect(onConnect OnConnect) error {
 // SetOnDisconnect set the OnDisconnect callback.
 func (c *connection) SetOnDisconnect(onDisconnect OnDisconnect) error {
 	if onDisconnect != nil {
-		c.onDisconnectCallback.Store(onDisconnect)
+		storeFunc(&c.onDisconnectCallback, unsafe.Pointer(&onDisconnect))
 	}
 	return nil
 }
@@ -78,7 +81,7 @@ func (c *connection) SetOnRequest(onRequest OnRequest) error {
 	if onRequest == nil {
 		return nil
 	}
-	c.onRequestCallback.Store(onRequest)
+	storeFunc(&c.onRequestCallback, unsafe.Pointer(&onRequest))
 	// fix: trigger OnRequest if there is already input data.
 	if c.Len() > 0 {
 		c.onRequest()
@@ -92,7 +95,7 @@ func (c *connection) AddCloseCallback(callback CloseCallback) error {
 		return nil
 	}
 	if atomic.LoadPointer(&c.closeFirst) == nil {
-		atomic.StorePointer(&c.closeFirst, *(*unsafe.Pointer)(unsafe.Pointer(&callback)))
+		storeFunc(&c.closeFirst, unsafe.Pointer(&callback))
 		return nil
 	}
 	cb := &callbackNode{}
@@ -100,6 +103,28 @@ func (c *connection) AddCloseCallback(callback CloseCallback) error {
 	cb.pre = (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks))
 	atomic.StorePointer(&c.closeCallbacks, unsafe.Pointer(cb))
 	return nil
+}
+
+// storeFunc stores the func value that fn points to (a *OnConnect,
+// *OnDisconnect, *OnRequest or *CloseCallback) in *p. A func value is one
+// pointer, which the collector follows in an unsafe.Pointer as anywhere else.
+func storeFunc(p *unsafe.Pointer, fn unsafe.Pointer) {
+	atomic.StorePointer(p, *(*unsafe.Pointer)(fn))
+}
+
+func (c *connection) loadOnConnect() (fn OnConnect) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onConnectCallback)
+	return fn
+}
+
+func (c *connection) loadOnDisconnect() (fn OnDisconnect) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onDisconnectCallback)
+	return fn
+}
+
+func (c *connection) loadOnRequest() (fn OnRequest) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onRequestCallback)
+	return fn
 }
 
 // loadCloseFirst returns the first close callback added, nil if none was.
@@ -137,7 +162,7 @@ func (c *connection) onPrepare(opts *options) (err error) {
 
 // onConnect is responsible for executing onRequest if there is new data coming after onConnect callback finished.
 func (c *connection) onConnect() {
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
+	onConnect := c.loadOnConnect()
 	if onConnect == nil {
 		c.changeState(connStateNone, connStateConnected)
 		return
@@ -146,17 +171,17 @@ func (c *connection) onConnect() {
 		// it never happens because onDisconnect will not lock connecting if c.connected == 0
 		return
 	}
-	onRequest, _ := c.onRequestCallback.Load().(OnRequest)
+	onRequest := c.loadOnRequest()
 	c.onProcess(onConnect, onRequest)
 }
 
 // when onDisconnect called, c.IsActive() must return false
 func (c *connection) onDisconnect() {
-	onDisconnect, _ := c.onDisconnectCallback.Load().(OnDisconnect)
+	onDisconnect := c.loadOnDisconnect()
 	if onDisconnect == nil {
 		return
 	}
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
+	onConnect := c.loadOnConnect()
 	if onConnect == nil {
 		// no need lock if onConnect is nil
 		// it's ok to force set state to disconnected since onConnect is nil
@@ -179,12 +204,12 @@ func (c *connection) onDisconnect() {
 
 // onRequest is responsible for executing the closeCallbacks after the connection has been closed.
 func (c *connection) onRequest() (needTrigger bool) {
-	onRequest, ok := c.onRequestCallback.Load().(OnRequest)
-	if !ok {
+	onRequest := c.loadOnRequest()
+	if onRequest == nil {
 		return true
 	}
 	// wait onConnect finished first
-	if c.getState() == connStateNone && c.onConnectCallback.Load() != nil {
+	if c.getState() == connStateNone && c.loadOnConnect() != nil {
 		// let onConnect to call onRequest
 		return
 	}
@@ -220,7 +245,7 @@ func (c *connection) onProcess(onConnect OnConnect, onRequest OnRequest) (proces
 			c.ctx = onConnect(c.ctx, c)
 			if !c.IsActive() && c.changeState(connStateConnected, connStateDisconnected) {
 				// since we hold connecting lock, so we should help to call onDisconnect here
-				onDisconnect, _ := c.onDisconnectCallback.Load().(OnDisconnect)
+				onDisconnect := c.loadOnDisconnect()
 				if onDisconnect != nil {
 					onDisconnect(c.ctx, c)
 				}

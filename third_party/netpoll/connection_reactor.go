@@ -37,8 +37,8 @@ func (c *connection) onHup(p Poll) error {
 	// It depends on closing by user if OnConnect and OnRequest is nil, otherwise it needs to be released actively.
 	// It can be confirmed that the OnRequest goroutine has been exited before closeCallback executing,
 	// and it is safe to close the buffer at this time.
-	onConnect := c.onConnectCallback.Load()
-	onRequest := c.onRequestCallback.Load()
+	onConnect := c.loadOnConnect()
+	onRequest := c.loadOnRequest()
 	needCloseByUser := onConnect == nil && onRequest == nil
 	if !needCloseByUser {
 		// already PollDetach when call OnHup
@@ -69,8 +69,8 @@ func (c *connection) onClose() error {
 
 // closeBuffer recycle input & output LinkBuffer.
 func (c *connection) closeBuffer() {
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
-	onRequest, _ := c.onRequestCallback.Load().(OnRequest)
+	onConnect := c.loadOnConnect()
+	onRequest := c.loadOnRequest()
 	// if client close the connection, we cannot ensure that the poller is not process the buffer,
 	// so we need to check the buffer length, and if it's an "unclean" close operation, let's give up to reuse the buffer
 	if in := c.input(); in != nil && (in.Len() == 0 || onConnect != nil || onRequest != nil) {
@@ -93,9 +93,9 @@ func (c *connection) inputs(vs [][]byte) (rs [][]byte) {
 	if in == nil {
 		// Nothing buffered since the last Release dropped the buffer (or
 		// before the first read): a new one, with the node book would add.
-		in = c.newInput(c.maxSize)
+		in = c.newInput(int(c.maxSize))
 	}
-	vs[0] = in.book(c.bookSize, c.maxSize)
+	vs[0] = in.book(int(c.bookSize), int(c.maxSize))
 	return vs[:1]
 }
 
@@ -107,13 +107,13 @@ func (c *connection) inputAck(n int) (err error) {
 	}
 
 	// Auto size bookSize.
-	if n == c.bookSize && c.bookSize < mallocMax {
+	if n == int(c.bookSize) && c.bookSize < mallocMax {
 		c.bookSize <<= 1
 	}
 
 	length, _ := c.input().bookAck(n)
-	if c.maxSize < length {
-		c.maxSize = length
+	if int(c.maxSize) < length {
+		c.maxSize = clampInt32(length)
 	}
 	if c.maxSize > mallocMax {
 		c.maxSize = mallocMax

@@ -39,14 +39,14 @@ type netFD struct {
 	// Whether a zero byte read indicates EOF. This is false for a
 	// message based socket connection.
 	zeroReadIsEOF bool
-	family        int    // AF_INET, AF_INET6, syscall.AF_UNIX
-	sotype        int    // syscall.SOCK_STREAM, syscall.SOCK_DGRAM, syscall.SOCK_RAW
-	isConnected   bool   // handshake completed or use of association with peer
-	network       string // tcp tcp4 tcp6, udp, udp4, udp6, ip, ip4, ip6, unix, unixgram, unixpacket
-	localAddr     net.Addr
-	remoteAddr    net.Addr
+	isConnected   bool // handshake completed or use of association with peer
 	// for detaching conn from poller
-	detaching bool
+	detaching  bool
+	family     int    // AF_INET, AF_INET6, syscall.AF_UNIX
+	sotype     int    // syscall.SOCK_STREAM, syscall.SOCK_DGRAM, syscall.SOCK_RAW
+	network    string // tcp tcp4 tcp6, udp, udp4, udp6, ip, ip4, ip6, unix, unixgram, unixpacket
+	localAddr  net.Addr
+	remoteAddr net.Addr
 }
 
 func newNetFD(fd, family, sotype int, net string) *netFD {
