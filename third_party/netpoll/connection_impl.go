@@ -615,7 +615,7 @@ func (c *connection) waitRead(n int) (err error) {
 	if dl := c.readDeadline; dl > 0 {
 		timeout := time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
-			return Exception(ErrReadTimeout, c.remoteAddr.String())
+			return Exception(ErrReadTimeout, c.RemoteAddr().String())
 		}
 		return c.waitReadWithTimeout(n, timeout, t)
 	} else if c.readTimeout > 0 {
@@ -663,7 +663,7 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 				if c.Len() >= n {
 					return nil
 				}
-				return Exception(ErrReadTimeout, c.remoteAddr.String())
+				return Exception(ErrReadTimeout, c.RemoteAddr().String())
 			case err = <-t.read:
 				if err != nil {
 					goto RET
@@ -722,7 +722,7 @@ func (c *connection) waitFlush(t *triggers) (err error) {
 	if dl := c.writeDeadline; dl > 0 {
 		timeout = time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
-			return Exception(ErrWriteTimeout, c.remoteAddr.String())
+			return Exception(ErrWriteTimeout, c.RemoteAddr().String())
 		}
 	}
 	if timeout == 0 {
@@ -752,7 +752,7 @@ func (c *connection) waitFlush(t *triggers) (err error) {
 		// if timeout, remove write event from poller
 		// we cannot flush it again, since we don't if the poller is still process outputBuffer
 		c.operator.Control(PollRW2R)
-		return Exception(ErrWriteTimeout, c.remoteAddr.String())
+		return Exception(ErrWriteTimeout, c.RemoteAddr().String())
 	}
 }
 

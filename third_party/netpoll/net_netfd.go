@@ -47,6 +47,10 @@ type netFD struct {
 	network    string // tcp tcp4 tcp6, udp, udp4, udp6, ip, ip4, ip6, unix, unixgram, unixpacket
 	localAddr  net.Addr
 	remoteAddr net.Addr
+	// peer is the remote address of a TCP connection accepted by a listener,
+	// kept in place of remoteAddr (nil then) and made into a *net.TCPAddr by
+	// RemoteAddr, so an accepted connection allocates nothing for it.
+	peer peerAddr
 }
 
 func newNetFD(fd, family, sotype int, net string) *netFD {
