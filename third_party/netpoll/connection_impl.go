@@ -40,12 +40,9 @@ type connection struct {
 	onEvent
 	locker
 	operator      *FDOperator
-	readTimeout   time.Duration
-	readDeadline  int64          // UnixNano(). it overwrites readTimeout. 0 if not set.
+	timeouts      unsafe.Pointer // *timeouts, created by the first Set... that sets one; see loadTimeouts
 	triggers      unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
 	waitReadSize  int64
-	writeTimeout  time.Duration
-	writeDeadline int64          // UnixNano(). it overwrites writeTimeout. 0 if not set.
 	inputBuffer   unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
 	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
 	outputBarrier *barrier
@@ -137,19 +134,23 @@ func (c *connection) SetIdleTimeout(timeout time.Duration) error {
 
 // SetReadTimeout implements Connection.
 func (c *connection) SetReadTimeout(timeout time.Duration) error {
-	if timeout >= 0 {
-		c.readTimeout = timeout
+	if tm := c.setTimeouts(timeout > 0); tm != nil {
+		if timeout >= 0 {
+			tm.readTimeout = timeout
+		}
+		tm.readDeadline = 0
 	}
-	c.readDeadline = 0
 	return nil
 }
 
 // SetWriteTimeout implements Connection.
 func (c *connection) SetWriteTimeout(timeout time.Duration) error {
-	if timeout >= 0 {
-		c.writeTimeout = timeout
+	if tm := c.setTimeouts(timeout > 0); tm != nil {
+		if timeout >= 0 {
+			tm.writeTimeout = timeout
+		}
+		tm.writeDeadline = 0
 	}
-	c.writeDeadline = 0
 	return nil
 }
 
@@ -159,29 +160,65 @@ func (c *connection) SetDeadline(t time.Time) error {
 	if !t.IsZero() {
 		v = t.UnixNano()
 	}
-	c.readDeadline = v
-	c.writeDeadline = v
+	if tm := c.setTimeouts(v != 0); tm != nil {
+		tm.readDeadline = v
+		tm.writeDeadline = v
+	}
 	return nil
 }
 
 // SetReadDeadline implements net.Conn.SetReadDeadline
 func (c *connection) SetReadDeadline(t time.Time) error {
-	if t.IsZero() {
-		c.readDeadline = 0
-	} else {
-		c.readDeadline = t.UnixNano()
+	if tm := c.setTimeouts(!t.IsZero()); tm != nil {
+		if t.IsZero() {
+			tm.readDeadline = 0
+		} else {
+			tm.readDeadline = t.UnixNano()
+		}
 	}
 	return nil
 }
 
 // SetWriteDeadline implements net.Conn.SetWriteDeadline
 func (c *connection) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() {
-		c.writeDeadline = 0
-	} else {
-		c.writeDeadline = t.UnixNano()
+	if tm := c.setTimeouts(!t.IsZero()); tm != nil {
+		if t.IsZero() {
+			tm.writeDeadline = 0
+		} else {
+			tm.writeDeadline = t.UnixNano()
+		}
 	}
 	return nil
+}
+
+// timeouts are a connection's read and write timeouts and deadlines. A
+// connection has none (all zero) until one is set to something else than
+// zero; most never do.
+type timeouts struct {
+	readTimeout   time.Duration
+	readDeadline  int64 // UnixNano(). it overwrites readTimeout. 0 if not set.
+	writeTimeout  time.Duration
+	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
+}
+
+// loadTimeouts returns the connection's timeouts, nil while none was set.
+func (c *connection) loadTimeouts() *timeouts {
+	return (*timeouts)(atomic.LoadPointer(&c.timeouts))
+}
+
+// setTimeouts returns the timeouts for a Set... call to change, creating them
+// if create is set (the call sets something else than zero); nil if there
+// are none and create is not set, in which case the call changes nothing:
+// every timeout and deadline is already zero.
+func (c *connection) setTimeouts(create bool) *timeouts {
+	if tm := c.loadTimeouts(); tm != nil || !create {
+		return tm
+	}
+	tm := &timeouts{}
+	if atomic.CompareAndSwapPointer(&c.timeouts, nil, unsafe.Pointer(tm)) {
+		return tm
+	}
+	return c.loadTimeouts()
 }
 
 // ------------------------------------------ implement zero-copy reader ------------------------------------------
@@ -612,14 +649,19 @@ func (c *connection) waitRead(n int) (err error) {
 	t, _ := c.waitTriggers() // the loops below check the closing state themselves
 	atomic.StoreInt64(&c.waitReadSize, int64(n))
 	defer atomic.StoreInt64(&c.waitReadSize, 0)
-	if dl := c.readDeadline; dl > 0 {
+	var dl int64
+	var readTimeout time.Duration
+	if tm := c.loadTimeouts(); tm != nil {
+		dl, readTimeout = tm.readDeadline, tm.readTimeout
+	}
+	if dl > 0 {
 		timeout := time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
 			return Exception(ErrReadTimeout, c.RemoteAddr().String())
 		}
 		return c.waitReadWithTimeout(n, timeout, t)
-	} else if c.readTimeout > 0 {
-		return c.waitReadWithTimeout(n, c.readTimeout, t)
+	} else if readTimeout > 0 {
+		return c.waitReadWithTimeout(n, readTimeout, t)
 	}
 	// wait full n
 	for c.Len() < n {
@@ -718,8 +760,12 @@ func (c *connection) flush() error {
 }
 
 func (c *connection) waitFlush(t *triggers) (err error) {
-	timeout := c.writeTimeout
-	if dl := c.writeDeadline; dl > 0 {
+	var timeout time.Duration
+	var dl int64
+	if tm := c.loadTimeouts(); tm != nil {
+		timeout, dl = tm.writeTimeout, tm.writeDeadline
+	}
+	if dl > 0 {
 		timeout = time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
 			return Exception(ErrWriteTimeout, c.RemoteAddr().String())
