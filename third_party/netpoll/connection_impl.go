@@ -39,16 +39,14 @@ type connection struct {
 	netFD
 	onEvent
 	locker
-	operator      *FDOperator
-	timeouts      unsafe.Pointer // *timeouts, created by the first Set... that sets one; see loadTimeouts
-	triggers      unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
-	waitReadSize  int64
-	inputBuffer   unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
-	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
-	outputBarrier *barrier
-	maxSize       int32     // The maximum size of data between two Release().
-	bookSize      int32     // The size of data that can be read at once.
-	state         connState // Connection state should be changed sequentially.
+	operator     *FDOperator
+	timeouts     unsafe.Pointer // *timeouts, created by the first Set... that sets one; see loadTimeouts
+	triggers     unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
+	inputBuffer  unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
+	outputBuffer unsafe.Pointer // *LinkBuffer, created by the first write; see writer
+	maxSize      int32          // The maximum size of data between two Release().
+	bookSize     int32          // The size of data that can be read at once.
+	state        connState      // Connection state should be changed sequentially.
 }
 
 var (
@@ -591,8 +589,14 @@ func (c *connection) writer() *LinkBuffer {
 
 // triggers are the channels a waiting reader or flusher sleeps on.
 type triggers struct {
-	read  chan error
-	write chan error
+	// waitReadSize is the size a reader waits for (waitRead), 0 when none
+	// waits; first, for 64-bit atomic access on 32-bit platforms.
+	waitReadSize int64
+	read         chan error
+	write        chan error
+	// outputBarrier is the write-vector block of a flush, taken by the first
+	// flush and put back by closeBuffer.
+	outputBarrier *barrier
 	// The timers of a reader waiting with a timeout (waitReadWithTimeout) and
 	// of a flush waiting with one (waitFlush), created by their first wait
 	// and used only by the reader and the flusher, as when they were fields of
@@ -647,8 +651,8 @@ func (c *connection) waitRead(n int) (err error) {
 		return nil
 	}
 	t, _ := c.waitTriggers() // the loops below check the closing state themselves
-	atomic.StoreInt64(&c.waitReadSize, int64(n))
-	defer atomic.StoreInt64(&c.waitReadSize, 0)
+	atomic.StoreInt64(&t.waitReadSize, int64(n))
+	defer atomic.StoreInt64(&t.waitReadSize, 0)
 	var dl int64
 	var readTimeout time.Duration
 	if tm := c.loadTimeouts(); tm != nil {
@@ -728,15 +732,15 @@ func (c *connection) flush() error {
 	if out == nil || out.IsEmpty() {
 		return nil
 	}
-	if c.outputBarrier == nil {
-		c.outputBarrier = barrierPool.Get().(*barrier)
-	}
 	t, fresh := c.waitTriggers() // before the write event is registered
 	if fresh && !c.IsActive() {
 		return Exception(ErrConnClosed, "when flush")
 	}
-	bs := out.GetBytes(c.outputBarrier.bs)
-	n, err := sendmsg(c.fd, bs, c.outputBarrier.ivs, false)
+	if t.outputBarrier == nil {
+		t.outputBarrier = barrierPool.Get().(*barrier)
+	}
+	bs := out.GetBytes(t.outputBarrier.bs)
+	n, err := sendmsg(c.fd, bs, t.outputBarrier.ivs, false)
 	if err != nil && err != syscall.EAGAIN {
 		return Exception(err, "when flush")
 	}

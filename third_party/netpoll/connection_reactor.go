@@ -80,9 +80,9 @@ func (c *connection) closeBuffer() {
 		if out != nil {
 			out.Close()
 		}
-		if c.outputBarrier != nil {
-			barrierPool.Put(c.outputBarrier)
-			c.outputBarrier = nil
+		if t := (*triggers)(atomic.LoadPointer(&c.triggers)); t != nil && t.outputBarrier != nil {
+			barrierPool.Put(t.outputBarrier)
+			t.outputBarrier = nil
 		}
 	}
 }
@@ -123,7 +123,9 @@ func (c *connection) inputAck(n int) (err error) {
 	if length == n { // first start onRequest
 		needTrigger = c.onRequest()
 	}
-	if needTrigger && length >= int(atomic.LoadInt64(&c.waitReadSize)) {
+	// A reader waits only once the triggers exist (waitRead): without them
+	// triggerRead has nobody to wake.
+	if t := (*triggers)(atomic.LoadPointer(&c.triggers)); needTrigger && t != nil && length >= int(atomic.LoadInt64(&t.waitReadSize)) {
 		c.triggerRead(nil)
 	}
 	return nil
