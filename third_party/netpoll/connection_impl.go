@@ -98,13 +98,12 @@ func (c *connection) IsActive() bool {
 // open (OnRequest included), concurrently with the poller, Flush and other
 // calls of it; concurrent calls are serialised, and the registration is that of
 // the one that ran last. The caller must make sure that every call has
-// returned before the last of the connection's close callbacks runs:
-// netpoll's own (added first, so run last) frees the operator and closes the
-// descriptor, whose number may then be reused by another connection, whose
-// registration a late call would change. Callbacks added with AddCloseCallback
-// run before it, so a caller that stops calling in one of them (ordered with
-// its calls, e.g. by a lock) is safe; netpoll's callback synchronises with every
-// call that has returned, from whatever goroutine. A call after the connection
+// returned before netpoll's finalizer runs: it frees the operator and closes
+// the descriptor, whose number may then be reused by another connection, whose
+// registration a late call would change. The callbacks added with
+// AddCloseCallback run before it, so a caller that stops calling in one of them
+// (ordered with its calls, e.g. by a lock) is safe; the finalizer synchronises
+// with every call that has returned, from whatever goroutine. A call after the connection
 // was detached from the poller (closed by either side, so in a close callback
 // too) but before the descriptor is closed returns an error (syscall.ENOENT)
 // and does nothing, as does a call before the connection is registered
@@ -518,8 +517,9 @@ func (c *connection) initFDOperator() {
 
 // finalize releases what the connection holds once it is closed: the
 // operator, the descriptor, the buffers. It runs at the end of closeCallback,
-// after every close callback, where the finalizer close callback (added first,
-// so run last) ran before.
+// after every close callback: where netpoll's own close callback, added first
+// and so run last, did it before (one closure and one node less per
+// connection).
 func (c *connection) finalize() {
 	c.stop(flushing)
 	c.operator.Free()
