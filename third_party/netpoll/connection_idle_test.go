@@ -39,8 +39,8 @@ func TestIdleConnectionSizes(t *testing.T) {
 	if got := unsafe.Sizeof(connection{}); got != 240 {
 		t.Errorf("connection is %d bytes, PATCH.md says 240 (the 240-byte size class)", got)
 	}
-	if got := unsafe.Sizeof(FDOperator{}); got != 112 {
-		t.Errorf("FDOperator is %d bytes, PATCH.md says 112", got)
+	if got := unsafe.Sizeof(FDOperator{}); got != 96 {
+		t.Errorf("FDOperator is %d bytes, PATCH.md says 96", got)
 	}
 	if got := unsafe.Sizeof(peerAddr{}); got != 24 {
 		t.Errorf("peerAddr is %d bytes, want 24", got)

@@ -17,6 +17,10 @@
 
 package netpoll
 
+// operatorPoll is the type of FDOperator.poll: the poller itself, one word.
+// Every Poll is a *defaultPoll (openPoll).
+type operatorPoll = *defaultPoll
+
 // The pollers dispatch a connection's events through these: to the
 // connection when conn is set (a connection's operator), else to the func
 // fields (listeners, dialers, tests).

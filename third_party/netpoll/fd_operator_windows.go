@@ -21,3 +21,7 @@ package netpoll
 // dispatches its events to (fd_operator_conn.go); netpoll has no
 // connections on windows, where the field stays nil.
 type connection struct{}
+
+// operatorPoll is the type of FDOperator.poll (fd_operator_conn.go); there is
+// no poller on windows.
+type operatorPoll = Poll

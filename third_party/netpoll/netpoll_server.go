@@ -57,7 +57,7 @@ func (s *server) Run() (err error) {
 		OnRead: s.OnRead,
 		OnHup:  s.OnHup,
 	}
-	s.operator.poll = pollmanager.Pick()
+	s.operator.poll = pollmanager.Pick().(*defaultPoll)
 	err = s.operator.Control(PollReadable)
 	if err != nil {
 		s.onQuit(err)
