@@ -15,7 +15,7 @@
 //go:build linux
 // +build linux
 
-// Tests of edits 7–13 of kraken.patch (PATCH.md): what an idle connection
+// Tests of edits 7–14 of kraken.patch (PATCH.md): what an idle connection
 // holds, and the behaviour that the lazy parts must keep.
 
 package netpoll
