@@ -415,13 +415,14 @@ func (c *connection) Read(p []byte) (n int, err error) {
 	if err = c.waitRead(1); err != nil {
 		return 0, err
 	}
-	if has := c.Len(); has < l {
+	in := c.reader()
+	if has := in.Len(); has < l {
 		l = has
 	}
-	src, err := c.reader().Next(l)
+	src, err := in.Next(l)
 	n = copy(p, src)
 	if err == nil {
-		err = c.Release()
+		err = in.Release()
 	}
 	return n, err
 }
