@@ -18,6 +18,7 @@
 package netpoll
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,21 +39,14 @@ type connection struct {
 	netFD
 	onEvent
 	locker
-	operator      *FDOperator
-	readTimeout   time.Duration
-	readDeadline  int64 // UnixNano(). it overwrites readTimeout. 0 if not set.
-	readTimer     *time.Timer
-	triggers      unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
-	waitReadSize  int64
-	writeTimeout  time.Duration
-	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
-	writeTimer    *time.Timer
-	inputBuffer   *LinkBuffer
-	outputBuffer  unsafe.Pointer // *LinkBuffer, created by the first write; see writer
-	outputBarrier *barrier
-	maxSize       int       // The maximum size of data between two Release().
-	bookSize      int       // The size of data that can be read at once.
-	state         connState // Connection state should be changed sequentially.
+	operator     *FDOperator
+	timeouts     unsafe.Pointer // *timeouts, created by the first Set... that sets one; see loadTimeouts
+	triggers     unsafe.Pointer // *triggers, created by the first wait; see waitTriggers
+	inputBuffer  unsafe.Pointer // *LinkBuffer, nil while nothing is buffered; see input
+	outputBuffer unsafe.Pointer // *LinkBuffer, created by the first write; see writer
+	maxSize      int32          // The maximum size of data between two Release().
+	bookSize     int32          // The size of data that can be read at once.
+	state        connState      // Connection state should be changed sequentially.
 }
 
 var (
@@ -104,13 +98,12 @@ func (c *connection) IsActive() bool {
 // open (OnRequest included), concurrently with the poller, Flush and other
 // calls of it; concurrent calls are serialised, and the registration is that of
 // the one that ran last. The caller must make sure that every call has
-// returned before the last of the connection's close callbacks runs:
-// netpoll's own (added first, so run last) frees the operator and closes the
-// descriptor, whose number may then be reused by another connection, whose
-// registration a late call would change. Callbacks added with AddCloseCallback
-// run before it, so a caller that stops calling in one of them (ordered with
-// its calls, e.g. by a lock) is safe; netpoll's callback synchronises with every
-// call that has returned, from whatever goroutine. A call after the connection
+// returned before netpoll's finalizer runs: it frees the operator and closes
+// the descriptor, whose number may then be reused by another connection, whose
+// registration a late call would change. The callbacks added with
+// AddCloseCallback run before it, so a caller that stops calling in one of them
+// (ordered with its calls, e.g. by a lock) is safe; the finalizer synchronises
+// with every call that has returned, from whatever goroutine. A call after the connection
 // was detached from the poller (closed by either side, so in a close callback
 // too) but before the descriptor is closed returns an error (syscall.ENOENT)
 // and does nothing, as does a call before the connection is registered
@@ -138,19 +131,23 @@ func (c *connection) SetIdleTimeout(timeout time.Duration) error {
 
 // SetReadTimeout implements Connection.
 func (c *connection) SetReadTimeout(timeout time.Duration) error {
-	if timeout >= 0 {
-		c.readTimeout = timeout
+	if tm := c.setTimeouts(timeout > 0); tm != nil {
+		if timeout >= 0 {
+			tm.readTimeout = timeout
+		}
+		tm.readDeadline = 0
 	}
-	c.readDeadline = 0
 	return nil
 }
 
 // SetWriteTimeout implements Connection.
 func (c *connection) SetWriteTimeout(timeout time.Duration) error {
-	if timeout >= 0 {
-		c.writeTimeout = timeout
+	if tm := c.setTimeouts(timeout > 0); tm != nil {
+		if timeout >= 0 {
+			tm.writeTimeout = timeout
+		}
+		tm.writeDeadline = 0
 	}
-	c.writeDeadline = 0
 	return nil
 }
 
@@ -160,29 +157,65 @@ func (c *connection) SetDeadline(t time.Time) error {
 	if !t.IsZero() {
 		v = t.UnixNano()
 	}
-	c.readDeadline = v
-	c.writeDeadline = v
+	if tm := c.setTimeouts(v != 0); tm != nil {
+		tm.readDeadline = v
+		tm.writeDeadline = v
+	}
 	return nil
 }
 
 // SetReadDeadline implements net.Conn.SetReadDeadline
 func (c *connection) SetReadDeadline(t time.Time) error {
-	if t.IsZero() {
-		c.readDeadline = 0
-	} else {
-		c.readDeadline = t.UnixNano()
+	if tm := c.setTimeouts(!t.IsZero()); tm != nil {
+		if t.IsZero() {
+			tm.readDeadline = 0
+		} else {
+			tm.readDeadline = t.UnixNano()
+		}
 	}
 	return nil
 }
 
 // SetWriteDeadline implements net.Conn.SetWriteDeadline
 func (c *connection) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() {
-		c.writeDeadline = 0
-	} else {
-		c.writeDeadline = t.UnixNano()
+	if tm := c.setTimeouts(!t.IsZero()); tm != nil {
+		if t.IsZero() {
+			tm.writeDeadline = 0
+		} else {
+			tm.writeDeadline = t.UnixNano()
+		}
 	}
 	return nil
+}
+
+// timeouts are a connection's read and write timeouts and deadlines. A
+// connection has none (all zero) until one is set to something else than
+// zero; most never do.
+type timeouts struct {
+	readTimeout   time.Duration
+	readDeadline  int64 // UnixNano(). it overwrites readTimeout. 0 if not set.
+	writeTimeout  time.Duration
+	writeDeadline int64 // UnixNano(). it overwrites writeTimeout. 0 if not set.
+}
+
+// loadTimeouts returns the connection's timeouts, nil while none was set.
+func (c *connection) loadTimeouts() *timeouts {
+	return (*timeouts)(atomic.LoadPointer(&c.timeouts))
+}
+
+// setTimeouts returns the timeouts for a Set... call to change, creating them
+// if create is set (the call sets something else than zero); nil if there
+// are none and create is not set, in which case the call changes nothing:
+// every timeout and deadline is already zero.
+func (c *connection) setTimeouts(create bool) *timeouts {
+	if tm := c.loadTimeouts(); tm != nil || !create {
+		return tm
+	}
+	tm := &timeouts{}
+	if atomic.CompareAndSwapPointer(&c.timeouts, nil, unsafe.Pointer(tm)) {
+		return tm
+	}
+	return c.loadTimeouts()
 }
 
 // ------------------------------------------ implement zero-copy reader ------------------------------------------
@@ -192,7 +225,7 @@ func (c *connection) Next(n int) (p []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return p, err
 	}
-	return c.inputBuffer.Next(n)
+	return c.reader().Next(n)
 }
 
 // Peek implements Connection.
@@ -200,7 +233,7 @@ func (c *connection) Peek(n int) (buf []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return buf, err
 	}
-	return c.inputBuffer.Peek(n)
+	return c.reader().Peek(n)
 }
 
 // Skip implements Connection.
@@ -208,32 +241,40 @@ func (c *connection) Skip(n int) (err error) {
 	if err = c.waitRead(n); err != nil {
 		return err
 	}
-	return c.inputBuffer.Skip(n)
+	return c.reader().Skip(n)
 }
 
 // Release implements Connection.
 func (c *connection) Release() (err error) {
+	in := c.input()
+	if in == nil {
+		return nil
+	}
 	// Check inputBuffer length first to reduce contention in mux situation.
 	// c.operator.do competes with c.inputs/c.inputAck
-	if c.inputBuffer.Len() == 0 && c.operator.do() {
-		maxSize := c.inputBuffer.calcMaxSize()
+	if in.Len() == 0 && c.operator.do() {
+		maxSize := in.calcMaxSize()
 		// Set the maximum value of maxsize equal to mallocMax to prevent GC pressure.
 		if maxSize > mallocMax {
 			maxSize = mallocMax
 		}
 
-		if maxSize > c.maxSize {
-			c.maxSize = maxSize
+		if maxSize > int(c.maxSize) {
+			c.maxSize = int32(maxSize) // at most mallocMax
 		}
-		// Double check length, then drop the drained tail node: a connection
+		// Double check length, then drop the whole input buffer: a connection
 		// with nothing buffered holds no input memory while idle, and the
-		// next read books a node of c.maxSize.
-		if c.inputBuffer.Len() == 0 {
-			c.inputBuffer.dropTail()
+		// poller's next read creates one with a node of c.maxSize (inputs).
+		// The poller is not booking now (do), and only it creates the buffer
+		// besides this goroutine.
+		if in.Len() == 0 {
+			atomic.StorePointer(&c.inputBuffer, nil)
+			c.operator.done()
+			return in.Close()
 		}
 		c.operator.done()
 	}
-	return c.inputBuffer.Release()
+	return in.Release()
 }
 
 // Slice implements Connection.
@@ -241,12 +282,15 @@ func (c *connection) Slice(n int) (r Reader, err error) {
 	if err = c.waitRead(n); err != nil {
 		return nil, err
 	}
-	return c.inputBuffer.Slice(n)
+	return c.reader().Slice(n)
 }
 
 // Len implements Connection.
 func (c *connection) Len() (length int) {
-	return c.inputBuffer.Len()
+	if in := c.input(); in != nil {
+		return in.Len()
+	}
+	return 0
 }
 
 // Until implements Connection.
@@ -255,12 +299,12 @@ func (c *connection) Until(delim byte) (line []byte, err error) {
 	for {
 		if err = c.waitRead(n + 1); err != nil {
 			// return all the data in the buffer
-			line, _ = c.inputBuffer.Next(c.inputBuffer.Len())
+			line, _ = c.reader().Next(c.Len())
 			return
 		}
 
-		l = c.inputBuffer.Len()
-		i := c.inputBuffer.indexByte(delim, n)
+		l = c.Len()
+		i := c.reader().indexByte(delim, n)
 		if i < 0 {
 			n = l // skip all exists bytes
 			continue
@@ -274,7 +318,7 @@ func (c *connection) ReadString(n int) (s string, err error) {
 	if err = c.waitRead(n); err != nil {
 		return s, err
 	}
-	return c.inputBuffer.ReadString(n)
+	return c.reader().ReadString(n)
 }
 
 // ReadBinary implements Connection.
@@ -282,7 +326,7 @@ func (c *connection) ReadBinary(n int) (p []byte, err error) {
 	if err = c.waitRead(n); err != nil {
 		return p, err
 	}
-	return c.inputBuffer.ReadBinary(n)
+	return c.reader().ReadBinary(n)
 }
 
 // ReadByte implements Connection.
@@ -290,7 +334,7 @@ func (c *connection) ReadByte() (b byte, err error) {
 	if err = c.waitRead(1); err != nil {
 		return b, err
 	}
-	return c.inputBuffer.ReadByte()
+	return c.reader().ReadByte()
 }
 
 // ------------------------------------------ implement zero-copy writer ------------------------------------------
@@ -371,13 +415,14 @@ func (c *connection) Read(p []byte) (n int, err error) {
 	if err = c.waitRead(1); err != nil {
 		return 0, err
 	}
-	if has := c.inputBuffer.Len(); has < l {
+	in := c.reader()
+	if has := in.Len(); has < l {
 		l = has
 	}
-	src, err := c.inputBuffer.Next(l)
+	src, err := in.Next(l)
 	n = copy(p, src)
 	if err == nil {
-		err = c.inputBuffer.Release()
+		err = in.Release()
 	}
 	return n, err
 }
@@ -426,18 +471,15 @@ var barrierPool = sync.Pool{
 // init initializes the connection with options
 func (c *connection) init(conn Conn, opts *options) (err error) {
 	// init buffer, barrier, finalizer
-	c.bookSize, c.maxSize = defaultLinkBufferSize, defaultLinkBufferSize
+	c.bookSize, c.maxSize = clampInt32(defaultLinkBufferSize), clampInt32(defaultLinkBufferSize)
 	// Nothing is allocated here that the connection may never use: the input
-	// buffer starts without a node (the first read books one of c.maxSize),
-	// the output buffer is created by the first write (writer), the
-	// write-vector block is taken by the first flush and the trigger channels
-	// by the first wait (waitTriggers).
-	c.inputBuffer = NewLinkBuffer()
+	// buffer is created by the first read (input), the output buffer by the
+	// first write (writer), the write-vector block is taken by the first
+	// flush and the trigger channels by the first wait (waitTriggers).
 	c.state = connStateNone
 
 	c.initNetFD(conn) // conn must be *netFD{}
 	c.initFDOperator()
-	c.initFinalizer()
 
 	syscall.SetNonblock(c.fd, true)
 	// enable TCP_NODELAY by default
@@ -466,22 +508,65 @@ func (c *connection) initFDOperator() {
 	poll := pollmanager.Pick()
 	op := poll.Alloc()
 	op.FD = c.fd
-	op.OnRead, op.OnWrite, op.OnHup = nil, nil, c.onHup
-	op.Inputs, op.InputAck = c.inputs, c.inputAck
-	op.Outputs, op.OutputAck = c.outputs, c.outputAck
+	// Events reach the connection through op.conn, not through method values
+	// in the func fields (five allocations per connection).
+	op.OnRead, op.OnWrite, op.OnHup = nil, nil, nil
+	op.Inputs, op.InputAck, op.Outputs, op.OutputAck = nil, nil, nil, nil
+	op.conn = c
 	c.operator = op
 }
 
-func (c *connection) initFinalizer() {
-	c.AddCloseCallback(func(connection Connection) (err error) {
-		c.stop(flushing)
-		c.operator.Free()
-		if err = c.netFD.Close(); err != nil {
-			logger.Printf("NETPOLL: netFD close failed: %v", err)
-		}
-		c.closeBuffer()
-		return nil
-	})
+// finalize releases what the connection holds once it is closed: the
+// operator, the descriptor, the buffers. It runs at the end of closeCallback,
+// after every close callback: where netpoll's own close callback, added first
+// and so run last, did it before (one closure and one node less per
+// connection).
+func (c *connection) finalize() {
+	c.stop(flushing)
+	c.operator.Free()
+	if err := c.netFD.Close(); err != nil {
+		logger.Printf("NETPOLL: netFD close failed: %v", err)
+	}
+	c.closeBuffer()
+}
+
+// clampInt32 returns n, or the largest int32 if n is larger: maxSize and
+// bookSize are int32 to keep the connection small; both are at most mallocMax
+// once the connection has read (an 8 MiB bound), and start at the configured
+// buffer size.
+func clampInt32(n int) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n)
+}
+
+// input returns the input buffer, nil while there is none: before the first
+// read, and after a Release that left it empty (it is then dropped).
+func (c *connection) input() *LinkBuffer {
+	return (*LinkBuffer)(atomic.LoadPointer(&c.inputBuffer))
+}
+
+// reader returns the input buffer for the reader's methods, creating an empty
+// one if there is none (a reader asking for 0 bytes, or after a close). The
+// poller creates it too (inputs); whichever stores it first wins.
+func (c *connection) reader() *LinkBuffer {
+	if in := c.input(); in != nil {
+		return in
+	}
+	return c.newInput(0)
+}
+
+// newInput creates the input buffer, with a first node of size bytes (an
+// empty read-only node if size is 0), unless another goroutine has just
+// created it.
+func (c *connection) newInput(size int) *LinkBuffer {
+	b := NewLinkBuffer(size)
+	if atomic.CompareAndSwapPointer(&c.inputBuffer, nil, unsafe.Pointer(b)) {
+		return b
+	}
+	b.Close()
+	return c.input()
 }
 
 // output returns the output buffer, nil before the first write.
@@ -505,8 +590,20 @@ func (c *connection) writer() *LinkBuffer {
 
 // triggers are the channels a waiting reader or flusher sleeps on.
 type triggers struct {
-	read  chan error
-	write chan error
+	// waitReadSize is the size a reader waits for (waitRead), 0 when none
+	// waits; first, for 64-bit atomic access on 32-bit platforms.
+	waitReadSize int64
+	read         chan error
+	write        chan error
+	// outputBarrier is the write-vector block of a flush, taken by the first
+	// flush and put back by closeBuffer.
+	outputBarrier *barrier
+	// The timers of a reader waiting with a timeout (waitReadWithTimeout) and
+	// of a flush waiting with one (waitFlush), created by their first wait
+	// and used only by the reader and the flusher, as when they were fields of
+	// the connection.
+	readTimer  *time.Timer
+	writeTimer *time.Timer
 }
 
 // waitTriggers returns the connection's triggers, creating them on the first
@@ -551,23 +648,28 @@ func (c *connection) triggerWrite(err error) {
 
 // waitRead will wait full n bytes.
 func (c *connection) waitRead(n int) (err error) {
-	if n <= c.inputBuffer.Len() {
+	if n <= c.Len() {
 		return nil
 	}
 	t, _ := c.waitTriggers() // the loops below check the closing state themselves
-	atomic.StoreInt64(&c.waitReadSize, int64(n))
-	defer atomic.StoreInt64(&c.waitReadSize, 0)
-	if dl := c.readDeadline; dl > 0 {
+	atomic.StoreInt64(&t.waitReadSize, int64(n))
+	defer atomic.StoreInt64(&t.waitReadSize, 0)
+	var dl int64
+	var readTimeout time.Duration
+	if tm := c.loadTimeouts(); tm != nil {
+		dl, readTimeout = tm.readDeadline, tm.readTimeout
+	}
+	if dl > 0 {
 		timeout := time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
-			return Exception(ErrReadTimeout, c.remoteAddr.String())
+			return Exception(ErrReadTimeout, c.RemoteAddr().String())
 		}
 		return c.waitReadWithTimeout(n, timeout, t)
-	} else if c.readTimeout > 0 {
-		return c.waitReadWithTimeout(n, c.readTimeout, t)
+	} else if readTimeout > 0 {
+		return c.waitReadWithTimeout(n, readTimeout, t)
 	}
 	// wait full n
-	for c.inputBuffer.Len() < n {
+	for c.Len() < n {
 		switch c.status(closing) {
 		case poller:
 			return Exception(ErrEOF, "wait read")
@@ -585,13 +687,13 @@ func (c *connection) waitRead(n int) (err error) {
 
 // waitReadWithTimeout will wait full n bytes or until timeout.
 func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *triggers) (err error) {
-	if c.readTimer == nil {
-		c.readTimer = time.NewTimer(timeout)
+	if t.readTimer == nil {
+		t.readTimer = time.NewTimer(timeout)
 	} else {
-		c.readTimer.Reset(timeout)
+		t.readTimer.Reset(timeout)
 	}
 
-	for c.inputBuffer.Len() < n {
+	for c.Len() < n {
 		switch c.status(closing) {
 		case poller:
 			// cannot return directly, stop timer first!
@@ -603,12 +705,12 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 			goto RET
 		default:
 			select {
-			case <-c.readTimer.C:
+			case <-t.readTimer.C:
 				// double check if there is enough data to be read
-				if c.inputBuffer.Len() >= n {
+				if c.Len() >= n {
 					return nil
 				}
-				return Exception(ErrReadTimeout, c.remoteAddr.String())
+				return Exception(ErrReadTimeout, c.RemoteAddr().String())
 			case err = <-t.read:
 				if err != nil {
 					goto RET
@@ -619,8 +721,8 @@ func (c *connection) waitReadWithTimeout(n int, timeout time.Duration, t *trigge
 	}
 RET:
 	// clean timer.C
-	if !c.readTimer.Stop() {
-		<-c.readTimer.C
+	if !t.readTimer.Stop() {
+		<-t.readTimer.C
 	}
 	return err
 }
@@ -631,15 +733,15 @@ func (c *connection) flush() error {
 	if out == nil || out.IsEmpty() {
 		return nil
 	}
-	if c.outputBarrier == nil {
-		c.outputBarrier = barrierPool.Get().(*barrier)
-	}
 	t, fresh := c.waitTriggers() // before the write event is registered
 	if fresh && !c.IsActive() {
 		return Exception(ErrConnClosed, "when flush")
 	}
-	bs := out.GetBytes(c.outputBarrier.bs)
-	n, err := sendmsg(c.fd, bs, c.outputBarrier.ivs, false)
+	if t.outputBarrier == nil {
+		t.outputBarrier = barrierPool.Get().(*barrier)
+	}
+	bs := out.GetBytes(t.outputBarrier.bs)
+	n, err := sendmsg(c.fd, bs, t.outputBarrier.ivs, false)
 	if err != nil && err != syscall.EAGAIN {
 		return Exception(err, "when flush")
 	}
@@ -663,11 +765,15 @@ func (c *connection) flush() error {
 }
 
 func (c *connection) waitFlush(t *triggers) (err error) {
-	timeout := c.writeTimeout
-	if dl := c.writeDeadline; dl > 0 {
+	var timeout time.Duration
+	var dl int64
+	if tm := c.loadTimeouts(); tm != nil {
+		timeout, dl = tm.writeTimeout, tm.writeDeadline
+	}
+	if dl > 0 {
 		timeout = time.Duration(dl - time.Now().UnixNano())
 		if timeout <= 0 {
-			return Exception(ErrWriteTimeout, c.remoteAddr.String())
+			return Exception(ErrWriteTimeout, c.RemoteAddr().String())
 		}
 	}
 	if timeout == 0 {
@@ -675,19 +781,19 @@ func (c *connection) waitFlush(t *triggers) (err error) {
 	}
 
 	// set write timeout
-	if c.writeTimer == nil {
-		c.writeTimer = time.NewTimer(timeout)
+	if t.writeTimer == nil {
+		t.writeTimer = time.NewTimer(timeout)
 	} else {
-		c.writeTimer.Reset(timeout)
+		t.writeTimer.Reset(timeout)
 	}
 
 	select {
 	case err = <-t.write:
-		if !c.writeTimer.Stop() { // clean timer
-			<-c.writeTimer.C
+		if !t.writeTimer.Stop() { // clean timer
+			<-t.writeTimer.C
 		}
 		return err
-	case <-c.writeTimer.C:
+	case <-t.writeTimer.C:
 		select {
 		// try fetch the write trigger if both cases fires
 		case err = <-t.write:
@@ -697,7 +803,7 @@ func (c *connection) waitFlush(t *triggers) (err error) {
 		// if timeout, remove write event from poller
 		// we cannot flush it again, since we don't if the poller is still process outputBuffer
 		c.operator.Control(PollRW2R)
-		return Exception(ErrWriteTimeout, c.remoteAddr.String())
+		return Exception(ErrWriteTimeout, c.RemoteAddr().String())
 	}
 }
 

@@ -20,6 +20,7 @@ package netpoll
 import (
 	"context"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cloudwego/netpoll/internal/runner"
 )
@@ -35,11 +36,23 @@ type gracefulExit interface {
 // OnPrepare, OnRequest, CloseCallback share the lock processing,
 // which is a CAS lock and can only be cleared by OnRequest.
 type onEvent struct {
-	ctx                  context.Context
-	onConnectCallback    atomic.Value
-	onDisconnectCallback atomic.Value
-	onRequestCallback    atomic.Value
-	closeCallbacks       atomic.Value // value is latest *callbackNode
+	ctx context.Context
+	// The OnConnect, OnDisconnect and OnRequest callbacks, each a func value
+	// held in an unsafe.Pointer (storeFunc, loadOnConnect...): a word each,
+	// read and written atomically, where an atomic.Value took two.
+	onConnectCallback    unsafe.Pointer
+	onDisconnectCallback unsafe.Pointer
+	onRequestCallback    unsafe.Pointer
+	// closeFirst is the first callback added (AddCloseCallback), held
+	// without a node: most connections have one at most. It is a CloseCallback
+	// stored through an unsafe.Pointer (see loadCloseFirst), so that it can
+	// be read atomically in a word. closeCallbacks holds those added after
+	// it, the latest first.
+	closeFirst     unsafe.Pointer
+	closeCallbacks unsafe.Pointer // *callbackNode
+	// srv is the *server that accepted the connection, nil for a dialed one:
+	// the close path takes the connection out of its table (server.remove).
+	srv unsafe.Pointer
 }
 
 type callbackNode struct {
@@ -50,7 +63,7 @@ type callbackNode struct {
 // SetOnConnect set the OnConnect callback.
 func (c *connection) SetOnConnect(onConnect OnConnect) error {
 	if onConnect != nil {
-		c.onConnectCallback.Store(onConnect)
+		storeFunc(&c.onConnectCallback, unsafe.Pointer(&onConnect))
 	}
 	return nil
 }
@@ -58,7 +71,7 @@ func (c *connection) SetOnConnect(onConnect OnConnect) error {
 // SetOnDisconnect set the OnDisconnect callback.
 func (c *connection) SetOnDisconnect(onDisconnect OnDisconnect) error {
 	if onDisconnect != nil {
-		c.onDisconnectCallback.Store(onDisconnect)
+		storeFunc(&c.onDisconnectCallback, unsafe.Pointer(&onDisconnect))
 	}
 	return nil
 }
@@ -68,9 +81,9 @@ func (c *connection) SetOnRequest(onRequest OnRequest) error {
 	if onRequest == nil {
 		return nil
 	}
-	c.onRequestCallback.Store(onRequest)
+	storeFunc(&c.onRequestCallback, unsafe.Pointer(&onRequest))
 	// fix: trigger OnRequest if there is already input data.
-	if !c.inputBuffer.IsEmpty() {
+	if c.Len() > 0 {
 		c.onRequest()
 	}
 	return nil
@@ -81,13 +94,43 @@ func (c *connection) AddCloseCallback(callback CloseCallback) error {
 	if callback == nil {
 		return nil
 	}
+	if atomic.LoadPointer(&c.closeFirst) == nil {
+		storeFunc(&c.closeFirst, unsafe.Pointer(&callback))
+		return nil
+	}
 	cb := &callbackNode{}
 	cb.fn = callback
-	if pre := c.closeCallbacks.Load(); pre != nil {
-		cb.pre = pre.(*callbackNode)
-	}
-	c.closeCallbacks.Store(cb)
+	cb.pre = (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks))
+	atomic.StorePointer(&c.closeCallbacks, unsafe.Pointer(cb))
 	return nil
+}
+
+// storeFunc stores the func value that fn points to (a *OnConnect,
+// *OnDisconnect, *OnRequest or *CloseCallback) in *p. A func value is one
+// pointer, which the collector follows in an unsafe.Pointer as anywhere else.
+func storeFunc(p *unsafe.Pointer, fn unsafe.Pointer) {
+	atomic.StorePointer(p, *(*unsafe.Pointer)(fn))
+}
+
+func (c *connection) loadOnConnect() (fn OnConnect) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onConnectCallback)
+	return fn
+}
+
+func (c *connection) loadOnDisconnect() (fn OnDisconnect) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onDisconnectCallback)
+	return fn
+}
+
+func (c *connection) loadOnRequest() (fn OnRequest) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.onRequestCallback)
+	return fn
+}
+
+// loadCloseFirst returns the first close callback added, nil if none was.
+func (c *connection) loadCloseFirst() (fn CloseCallback) {
+	*(*unsafe.Pointer)(unsafe.Pointer(&fn)) = atomic.LoadPointer(&c.closeFirst)
+	return fn
 }
 
 // onPrepare supports close connection, but not read/write data.
@@ -119,7 +162,7 @@ func (c *connection) onPrepare(opts *options) (err error) {
 
 // onConnect is responsible for executing onRequest if there is new data coming after onConnect callback finished.
 func (c *connection) onConnect() {
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
+	onConnect := c.loadOnConnect()
 	if onConnect == nil {
 		c.changeState(connStateNone, connStateConnected)
 		return
@@ -128,17 +171,17 @@ func (c *connection) onConnect() {
 		// it never happens because onDisconnect will not lock connecting if c.connected == 0
 		return
 	}
-	onRequest, _ := c.onRequestCallback.Load().(OnRequest)
+	onRequest := c.loadOnRequest()
 	c.onProcess(onConnect, onRequest)
 }
 
 // when onDisconnect called, c.IsActive() must return false
 func (c *connection) onDisconnect() {
-	onDisconnect, _ := c.onDisconnectCallback.Load().(OnDisconnect)
+	onDisconnect := c.loadOnDisconnect()
 	if onDisconnect == nil {
 		return
 	}
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
+	onConnect := c.loadOnConnect()
 	if onConnect == nil {
 		// no need lock if onConnect is nil
 		// it's ok to force set state to disconnected since onConnect is nil
@@ -161,12 +204,12 @@ func (c *connection) onDisconnect() {
 
 // onRequest is responsible for executing the closeCallbacks after the connection has been closed.
 func (c *connection) onRequest() (needTrigger bool) {
-	onRequest, ok := c.onRequestCallback.Load().(OnRequest)
-	if !ok {
+	onRequest := c.loadOnRequest()
+	if onRequest == nil {
 		return true
 	}
 	// wait onConnect finished first
-	if c.getState() == connStateNone && c.onConnectCallback.Load() != nil {
+	if c.getState() == connStateNone && c.loadOnConnect() != nil {
 		// let onConnect to call onRequest
 		return
 	}
@@ -202,7 +245,7 @@ func (c *connection) onProcess(onConnect OnConnect, onRequest OnRequest) (proces
 			c.ctx = onConnect(c.ctx, c)
 			if !c.IsActive() && c.changeState(connStateConnected, connStateDisconnected) {
 				// since we hold connecting lock, so we should help to call onDisconnect here
-				onDisconnect, _ := c.onDisconnectCallback.Load().(OnDisconnect)
+				onDisconnect := c.loadOnDisconnect()
 				if onDisconnect != nil {
 					onDisconnect(c.ctx, c)
 				}
@@ -276,13 +319,19 @@ func (c *connection) closeCallback(needLock, needDetach bool) (err error) {
 			logger.Printf("NETPOLL: closeCallback[%v,%v] detach operator failed: %v", needLock, needDetach, err)
 		}
 	}
-	latest := c.closeCallbacks.Load()
-	if latest == nil {
-		return nil
+	// In the order of the close callbacks they replace (one closure and node
+	// each, before): the server's table first, then the callbacks added with
+	// AddCloseCallback, the latest first, then the finalizer.
+	if srv := (*server)(atomic.LoadPointer(&c.srv)); srv != nil {
+		srv.remove(c)
 	}
-	for callback := latest.(*callbackNode); callback != nil; callback = callback.pre {
+	for callback := (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks)); callback != nil; callback = callback.pre {
 		callback.fn(c)
 	}
+	if first := c.loadCloseFirst(); first != nil {
+		first(c)
+	}
+	c.finalize()
 	return nil
 }
 
@@ -300,6 +349,6 @@ func (c *connection) register() (err error) {
 // isIdle implements gracefulExit.
 func (c *connection) isIdle() (yes bool) {
 	return c.isUnlock(processing) &&
-		c.inputBuffer.IsEmpty() &&
+		c.Len() == 0 &&
 		(c.output() == nil || c.output().IsEmpty())
 }

@@ -37,8 +37,8 @@ func (c *connection) onHup(p Poll) error {
 	// It depends on closing by user if OnConnect and OnRequest is nil, otherwise it needs to be released actively.
 	// It can be confirmed that the OnRequest goroutine has been exited before closeCallback executing,
 	// and it is safe to close the buffer at this time.
-	onConnect := c.onConnectCallback.Load()
-	onRequest := c.onRequestCallback.Load()
+	onConnect := c.loadOnConnect()
+	onRequest := c.loadOnRequest()
 	needCloseByUser := onConnect == nil && onRequest == nil
 	if !needCloseByUser {
 		// already PollDetach when call OnHup
@@ -69,45 +69,51 @@ func (c *connection) onClose() error {
 
 // closeBuffer recycle input & output LinkBuffer.
 func (c *connection) closeBuffer() {
-	onConnect, _ := c.onConnectCallback.Load().(OnConnect)
-	onRequest, _ := c.onRequestCallback.Load().(OnRequest)
+	onConnect := c.loadOnConnect()
+	onRequest := c.loadOnRequest()
 	// if client close the connection, we cannot ensure that the poller is not process the buffer,
 	// so we need to check the buffer length, and if it's an "unclean" close operation, let's give up to reuse the buffer
-	if c.inputBuffer.Len() == 0 || onConnect != nil || onRequest != nil {
-		c.inputBuffer.Close()
+	if in := c.input(); in != nil && (in.Len() == 0 || onConnect != nil || onRequest != nil) {
+		in.Close()
 	}
 	if out := c.output(); out == nil || out.Len() == 0 || onConnect != nil || onRequest != nil {
 		if out != nil {
 			out.Close()
 		}
-		if c.outputBarrier != nil {
-			barrierPool.Put(c.outputBarrier)
-			c.outputBarrier = nil
+		if t := (*triggers)(atomic.LoadPointer(&c.triggers)); t != nil && t.outputBarrier != nil {
+			barrierPool.Put(t.outputBarrier)
+			t.outputBarrier = nil
 		}
 	}
 }
 
 // inputs implements FDOperator.
 func (c *connection) inputs(vs [][]byte) (rs [][]byte) {
-	vs[0] = c.inputBuffer.book(c.bookSize, c.maxSize)
+	in := c.input()
+	if in == nil {
+		// Nothing buffered since the last Release dropped the buffer (or
+		// before the first read): a new one, with the node book would add.
+		in = c.newInput(int(c.maxSize))
+	}
+	vs[0] = in.book(int(c.bookSize), int(c.maxSize))
 	return vs[:1]
 }
 
 // inputAck implements FDOperator.
 func (c *connection) inputAck(n int) (err error) {
 	if n <= 0 {
-		c.inputBuffer.bookAck(0)
+		c.input().bookAck(0)
 		return nil
 	}
 
 	// Auto size bookSize.
-	if n == c.bookSize && c.bookSize < mallocMax {
+	if n == int(c.bookSize) && c.bookSize < mallocMax {
 		c.bookSize <<= 1
 	}
 
-	length, _ := c.inputBuffer.bookAck(n)
-	if c.maxSize < length {
-		c.maxSize = length
+	length, _ := c.input().bookAck(n)
+	if int(c.maxSize) < length {
+		c.maxSize = clampInt32(length)
 	}
 	if c.maxSize > mallocMax {
 		c.maxSize = mallocMax
@@ -117,7 +123,9 @@ func (c *connection) inputAck(n int) (err error) {
 	if length == n { // first start onRequest
 		needTrigger = c.onRequest()
 	}
-	if needTrigger && length >= int(atomic.LoadInt64(&c.waitReadSize)) {
+	// A reader waits only once the triggers exist (waitRead): without them
+	// triggerRead has nobody to wake.
+	if t := (*triggers)(atomic.LoadPointer(&c.triggers)); needTrigger && t != nil && length >= int(atomic.LoadInt64(&t.waitReadSize)) {
 		c.triggerRead(nil)
 	}
 	return nil

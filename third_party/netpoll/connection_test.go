@@ -241,26 +241,32 @@ func TestConnectionWaitReadHalfPacket(t *testing.T) {
 	// write half packet
 	syscall.Write(w, msg[:size/2])
 	// wait poller reads buffer
-	for rconn.inputBuffer.Len() <= 0 {
+	for rconn.Len() <= 0 {
 		runtime.Gosched()
 	}
 
 	// wait read full packet
 	var wg sync.WaitGroup
 	wg.Add(1)
+	waitReadSize := func() int64 { // kraken.patch: the size waited for is kept with the triggers
+		if t := (*triggers)(atomic.LoadPointer(&rconn.triggers)); t != nil {
+			return atomic.LoadInt64(&t.waitReadSize)
+		}
+		return 0
+	}
 	go func() {
 		defer wg.Done()
 		buf, err := rconn.Reader().Next(size)
-		Equal(t, atomic.LoadInt64(&rconn.waitReadSize), int64(0))
+		Equal(t, waitReadSize(), int64(0))
 		MustNil(t, err)
 		Equal(t, len(buf), size)
 	}()
 
 	// write left half packet
-	for atomic.LoadInt64(&rconn.waitReadSize) <= 0 {
+	for waitReadSize() <= 0 {
 		runtime.Gosched()
 	}
-	Equal(t, atomic.LoadInt64(&rconn.waitReadSize), int64(size))
+	Equal(t, waitReadSize(), int64(size))
 	syscall.Write(w, msg[size/2:])
 	wg.Wait()
 }

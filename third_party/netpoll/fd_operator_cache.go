@@ -28,7 +28,10 @@ func newOperatorCache() *operatorCache {
 }
 
 type operatorCache struct {
-	first  *FDOperator
+	// ready holds the indexes (in cache) of the operators ready to be
+	// allocated, a stack: what the list linked through FDOperator.next was,
+	// without that pointer in every operator.
+	ready  []int32
 	cache  []*FDOperator
 	locked int32
 	// freelist store the freeable operator
@@ -39,7 +42,7 @@ type operatorCache struct {
 
 func (c *operatorCache) alloc() *FDOperator {
 	lock(&c.locked)
-	if c.first == nil {
+	if len(c.ready) == 0 {
 		const opSize = unsafe.Sizeof(FDOperator{})
 		n := block4k / opSize
 		if n == 0 {
@@ -49,13 +52,13 @@ func (c *operatorCache) alloc() *FDOperator {
 		for i := uintptr(0); i < n; i++ {
 			pd := &FDOperator{index: index}
 			c.cache = append(c.cache, pd)
-			pd.next = c.first
-			c.first = pd
+			c.ready = append(c.ready, index)
 			index++
 		}
 	}
-	op := c.first
-	c.first = op.next
+	// The last pushed first, as from the linked list before.
+	op := c.cache[c.ready[len(c.ready)-1]]
+	c.ready = c.ready[:len(c.ready)-1]
 	unlock(&c.locked)
 	return op
 }
@@ -79,11 +82,7 @@ func (c *operatorCache) free() {
 	}
 
 	lock(&c.locked)
-	for _, idx := range c.freelist {
-		op := c.cache[idx]
-		op.next = c.first
-		c.first = op
-	}
+	c.ready = append(c.ready, c.freelist...)
 	c.freelist = c.freelist[:0]
 	unlock(&c.locked)
 }

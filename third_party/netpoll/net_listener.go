@@ -124,7 +124,9 @@ func (ln *listener) Accept() (net.Conn, error) {
 	nfd.fd = fd
 	nfd.localAddr = ln.addr
 	nfd.network = ln.addr.Network()
-	nfd.remoteAddr = sockaddrToAddr(sa)
+	if !nfd.peer.set(sa) { // an IP address is kept, made into a net.Addr when asked for
+		nfd.remoteAddr = sockaddrToAddr(sa)
+	}
 	return nfd, nil
 }
 

@@ -39,22 +39,26 @@ type netFD struct {
 	// Whether a zero byte read indicates EOF. This is false for a
 	// message based socket connection.
 	zeroReadIsEOF bool
-	family        int    // AF_INET, AF_INET6, syscall.AF_UNIX
-	sotype        int    // syscall.SOCK_STREAM, syscall.SOCK_DGRAM, syscall.SOCK_RAW
-	isConnected   bool   // handshake completed or use of association with peer
-	network       string // tcp tcp4 tcp6, udp, udp4, udp6, ip, ip4, ip6, unix, unixgram, unixpacket
-	localAddr     net.Addr
-	remoteAddr    net.Addr
+	isConnected   bool // handshake completed or use of association with peer
 	// for detaching conn from poller
-	detaching bool
+	detaching  bool
+	family     int32  // AF_INET, AF_INET6, syscall.AF_UNIX (int32: a smaller connection)
+	sotype     int32  // syscall.SOCK_STREAM, syscall.SOCK_DGRAM, syscall.SOCK_RAW
+	network    string // tcp tcp4 tcp6, udp, udp4, udp6, ip, ip4, ip6, unix, unixgram, unixpacket
+	localAddr  net.Addr
+	remoteAddr net.Addr
+	// peer is the remote address of a TCP connection accepted by a listener,
+	// kept in place of remoteAddr (nil then) and made into a *net.TCPAddr by
+	// RemoteAddr, so an accepted connection allocates nothing for it.
+	peer peerAddr
 }
 
 func newNetFD(fd, family, sotype int, net string) *netFD {
 	ret := &netFD{}
 	ret.fd = fd
 	ret.network = net
-	ret.family = family
-	ret.sotype = sotype
+	ret.family = int32(family)
+	ret.sotype = int32(sotype)
 	ret.isStream = sotype == syscall.SOCK_STREAM
 	ret.zeroReadIsEOF = sotype != syscall.SOCK_DGRAM && sotype != syscall.SOCK_RAW
 	return ret
@@ -64,7 +68,7 @@ func newNetFD(fd, family, sotype int, net string) *netFD {
 func (c *netFD) dial(ctx context.Context, laddr, raddr sockaddr) (err error) {
 	var lsa syscall.Sockaddr
 	if laddr != nil {
-		if lsa, err = laddr.sockaddr(c.family); err != nil {
+		if lsa, err = laddr.sockaddr(int(c.family)); err != nil {
 			return err
 		} else if lsa != nil {
 			// bind local address
@@ -76,7 +80,7 @@ func (c *netFD) dial(ctx context.Context, laddr, raddr sockaddr) (err error) {
 	var rsa syscall.Sockaddr  // remote address from the user
 	var crsa syscall.Sockaddr // remote address we actually connected to
 	if raddr != nil {
-		if rsa, err = raddr.sockaddr(c.family); err != nil {
+		if rsa, err = raddr.sockaddr(int(c.family)); err != nil {
 			return err
 		}
 	}

@@ -73,8 +73,12 @@ func (c *netFD) LocalAddr() (addr net.Addr) {
 	return c.localAddr
 }
 
-// RemoteAddr implements Conn.
+// RemoteAddr implements Conn. For a connection accepted by a listener it is
+// a new *net.TCPAddr on every call, made from the address kept (peerAddr).
 func (c *netFD) RemoteAddr() (addr net.Addr) {
+	if c.remoteAddr == nil && c.peer.family != 0 {
+		return c.peer.addr()
+	}
 	return c.remoteAddr
 }
 

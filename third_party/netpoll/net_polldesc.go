@@ -23,7 +23,7 @@ import (
 
 func newPollDesc(fd int) *pollDesc {
 	pd := &pollDesc{}
-	poll := pollmanager.Pick()
+	poll := pollmanager.Pick().(*defaultPoll)
 	pd.operator = poll.Alloc()
 	pd.operator.poll = poll
 	pd.operator.FD = fd

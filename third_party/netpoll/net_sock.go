@@ -152,3 +152,51 @@ func sockaddrToAddr(sa syscall.Sockaddr) net.Addr {
 	}
 	return a
 }
+
+// peerAddr is an IPv4 or IPv6 address and port, as accept(2) returned it,
+// in 24 bytes and no pointer: a connection keeps it in place of a
+// *net.TCPAddr (48 bytes, and its IP pointing into the 32-byte
+// syscall.Sockaddr) and makes the net.Addr when it is asked for one.
+type peerAddr struct {
+	ip     [16]byte // the first 4 bytes for IPv4
+	zone   uint32   // IPv6 scope (interface index), 0 if none
+	port   uint16
+	family uint8 // 4 or 6; 0: none kept
+}
+
+// set keeps sa in p and reports whether it could: only IPv4 and IPv6
+// addresses are kept.
+func (p *peerAddr) set(sa syscall.Sockaddr) bool {
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		copy(p.ip[:], sa.Addr[:])
+		p.port, p.family = uint16(sa.Port), 4
+		return true
+	case *syscall.SockaddrInet6:
+		p.ip, p.zone = sa.Addr, sa.ZoneId
+		p.port, p.family = uint16(sa.Port), 6
+		return true
+	}
+	return false
+}
+
+// addr returns the address as sockaddrToAddr returns it for the same
+// syscall.Sockaddr: a *net.TCPAddr whose IP has 4 bytes for IPv4 and 16 for
+// IPv6, and whose Zone is the name of the interface of a scoped IPv6 address
+// (looked up now, not at accept: "" if the interface is gone by then).
+func (p *peerAddr) addr() net.Addr {
+	if p.family == 4 {
+		ip := make(net.IP, 4)
+		copy(ip, p.ip[:4])
+		return &net.TCPAddr{IP: ip, Port: int(p.port)}
+	}
+	var zone string
+	if p.zone != 0 {
+		if ifi, err := net.InterfaceByIndex(int(p.zone)); err == nil {
+			zone = ifi.Name
+		}
+	}
+	ip := make(net.IP, 16)
+	copy(ip, p.ip[:])
+	return &net.TCPAddr{IP: ip, Port: int(p.port), Zone: zone}
+}

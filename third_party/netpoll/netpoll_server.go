@@ -22,8 +22,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // newServer wrap listener into server, quit will be invoked when server exit.
@@ -33,7 +35,6 @@ func newServer(ln Listener, opts *options, onQuit func(err error)) *server {
 		opts:   opts,
 		onQuit: onQuit,
 	}
-	s.untrack = s.remove
 	return s
 }
 
@@ -47,9 +48,6 @@ type server struct {
 	// are small and reused, so the slice costs about a pointer per connection.
 	mu          sync.Mutex
 	connections []*connection
-	// untrack removes a closed connection from connections: one close
-	// callback for the server, not a closure per connection.
-	untrack CloseCallback
 }
 
 // Run this server.
@@ -59,7 +57,7 @@ func (s *server) Run() (err error) {
 		OnRead: s.OnRead,
 		OnHup:  s.OnHup,
 	}
-	s.operator.poll = pollmanager.Pick()
+	s.operator.poll = pollmanager.Pick().(*defaultPoll)
 	err = s.operator.Control(PollReadable)
 	if err != nil {
 		s.onQuit(err)
@@ -174,7 +172,7 @@ func (s *server) onAccept(conn Conn) {
 	if !nconn.IsActive() {
 		return
 	}
-	nconn.AddCloseCallback(s.untrack)
+	atomic.StorePointer(&nconn.srv, unsafe.Pointer(s)) // closeCallback takes it out of the table (remove)
 	s.add(nconn)
 
 	// trigger onConnect asynchronously
@@ -200,19 +198,15 @@ func (s *server) add(c *connection) {
 	s.mu.Unlock()
 }
 
-// remove forgets a closed connection; it is the close callback of every
-// connection the server accepted.
-func (s *server) remove(conn Connection) error {
-	c, ok := conn.(*connection)
-	if !ok {
-		return nil
-	}
+// remove forgets a closed connection; closeCallback calls it for every
+// connection the server accepted (connection.srv), in place of a close
+// callback per connection.
+func (s *server) remove(c *connection) {
 	s.mu.Lock()
 	if c.fd >= 0 && c.fd < len(s.connections) && s.connections[c.fd] == c {
 		s.connections[c.fd] = nil
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // open returns the connections open now.

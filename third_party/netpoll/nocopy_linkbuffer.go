@@ -689,19 +689,6 @@ func (b *UnsafeLinkBuffer) resetTail(maxSize int) {
 	b.flush = b.write
 }
 
-// dropTail appends an empty read-only tail node, so that the next Release
-// frees the drained node before it (and its buffer) instead of keeping it for
-// the next read. It does nothing when the tail node holds no buffer. The
-// caller must own the write side: nothing may be booked in the tail node.
-func (b *UnsafeLinkBuffer) dropTail() {
-	if cap(b.write.buf) == 0 {
-		return
-	}
-	b.write.next = newLinkBufferNode(0)
-	b.write = b.write.next
-	b.flush = b.write
-}
-
 // indexByte returns the index of the first instance of c in buffer, or -1 if c is not present in buffer.
 func (b *UnsafeLinkBuffer) indexByte(c byte, skip int) int {
 	size := b.Len()

@@ -223,12 +223,6 @@ func (b *SafeLinkBuffer) resetTail(maxSize int) {
 	b.UnsafeLinkBuffer.resetTail(maxSize)
 }
 
-func (b *SafeLinkBuffer) dropTail() {
-	b.Lock()
-	defer b.Unlock()
-	b.UnsafeLinkBuffer.dropTail()
-}
-
 func (b *SafeLinkBuffer) indexByte(c byte, skip int) int {
 	b.Lock()
 	defer b.Unlock()

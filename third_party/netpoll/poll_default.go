@@ -28,7 +28,7 @@ func (p *defaultPoll) Free(operator *FDOperator) {
 }
 
 func (p *defaultPoll) appendHup(operator *FDOperator) {
-	p.hups = append(p.hups, operator.OnHup)
+	p.hups = append(p.hups, operator.hup())
 	p.detach(operator)
 	operator.done()
 }
@@ -45,11 +45,9 @@ func (p *defaultPoll) onhups() {
 	}
 	hups := p.hups
 	p.hups = nil
-	go func(onhups []func(p Poll) error) {
+	go func(onhups []hup) {
 		for i := range onhups {
-			if onhups[i] != nil {
-				onhups[i](p)
-			}
+			onhups[i].run(p)
 		}
 	}(hups)
 }
@@ -59,14 +57,14 @@ func readall(op *FDOperator, br barrier) (total int, err error) {
 	ivs := br.ivs
 	var n int
 	for {
-		bs := op.Inputs(br.bs)
+		bs := op.inputs(br.bs)
 		if len(bs) == 0 {
 			return total, nil
 		}
 
 	TryRead:
 		n, err = ioread(op.FD, bs, ivs)
-		op.InputAck(n)
+		op.inputAck(n)
 		total += n
 		if err != nil {
 			return total, err

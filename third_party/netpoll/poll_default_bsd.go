@@ -54,7 +54,7 @@ type defaultPoll struct {
 	trigger uint32
 	m       sync.Map       //nolint:unused // only used in go:race
 	opcache *operatorCache // operator cache
-	hups    []func(p Poll) error
+	hups    []hup
 }
 
 // Wait implements Poll.
@@ -107,10 +107,10 @@ func (p *defaultPoll) Wait() error {
 					operator.OnRead(p)
 				} else {
 					// only for connection
-					bs := operator.Inputs(br.bs)
+					bs := operator.inputs(br.bs)
 					if len(bs) > 0 {
 						n, err := ioread(operator.FD, bs, br.ivs)
-						operator.InputAck(n)
+						operator.inputAck(n)
 						totalRead += n
 						if err != nil {
 							p.appendHup(operator)
@@ -120,7 +120,7 @@ func (p *defaultPoll) Wait() error {
 				}
 			}
 			if triggerHup {
-				if triggerRead && operator.Inputs != nil {
+				if triggerRead && operator.hasInputs() {
 					var leftRead int
 					// read all left data if peer send and close
 					if leftRead, err = readall(operator, br); err != nil && !errors.Is(err, ErrEOF) {
@@ -140,11 +140,11 @@ func (p *defaultPoll) Wait() error {
 					operator.OnWrite(p)
 				} else {
 					// only for connection
-					bs, supportZeroCopy := operator.Outputs(br.bs)
+					bs, supportZeroCopy := operator.outputs(br.bs)
 					if len(bs) > 0 {
 						// TODO: Let the upper layer pass in whether to use ZeroCopy.
 						n, err := iosend(operator.FD, bs, br.ivs, false && supportZeroCopy)
-						operator.OutputAck(n)
+						operator.outputAck(n)
 						if err != nil {
 							p.appendHup(operator)
 							continue

@@ -78,7 +78,7 @@ type pollArgs struct {
 	// works through the events one after another, so one block serves them all,
 	// whatever the size of the event array.
 	barrier barrier
-	hups    []func(p Poll) error
+	hups    []hup
 }
 
 func (a *pollArgs) reset(size, caps int) {
@@ -182,12 +182,12 @@ func (p *defaultPoll) handler(events []epollevent) (closed bool) {
 			if operator.OnRead != nil {
 				// for non-connection
 				operator.OnRead(p)
-			} else if operator.Inputs != nil {
+			} else if operator.hasInputs() {
 				// for connection
-				bs := operator.Inputs(p.barrier.bs)
+				bs := operator.inputs(p.barrier.bs)
 				if len(bs) > 0 {
 					n, err := ioread(operator.FD, bs, p.barrier.ivs)
-					operator.InputAck(n)
+					operator.inputAck(n)
 					totalRead += n
 					if err != nil {
 						p.appendHup(operator)
@@ -199,7 +199,7 @@ func (p *defaultPoll) handler(events []epollevent) (closed bool) {
 			}
 		}
 		if triggerHup {
-			if triggerRead && operator.Inputs != nil {
+			if triggerRead && operator.hasInputs() {
 				// read all left data if peer send and close
 				var leftRead int
 				// read all left data if peer send and close
@@ -228,12 +228,12 @@ func (p *defaultPoll) handler(events []epollevent) (closed bool) {
 			if operator.OnWrite != nil {
 				// for non-connection
 				operator.OnWrite(p)
-			} else if operator.Outputs != nil {
+			} else if operator.hasOutputs() {
 				// for connection
-				bs, _ := operator.Outputs(p.barrier.bs)
+				bs, _ := operator.outputs(p.barrier.bs)
 				if len(bs) > 0 {
 					n, err := iosend(operator.FD, bs, p.barrier.ivs, false)
-					operator.OutputAck(n)
+					operator.outputAck(n)
 					if err != nil {
 						p.appendHup(operator)
 						continue
