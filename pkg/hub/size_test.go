@@ -15,7 +15,7 @@ func TestConnSize(t *testing.T) {
 	}{
 		{"hub.Conn", unsafe.Sizeof(Conn{}), 208},
 		{"hub.Session", unsafe.Sizeof(Session{}), 48},
-		{"a subscription (sub)", unsafe.Sizeof(sub{}), 104},
+		{"a subscription (sub)", unsafe.Sizeof(sub{}), 64},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s is %d bytes, docs/ARCHITECTURE.md says %d", c.what, c.got, c.want)

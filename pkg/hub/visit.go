@@ -117,8 +117,8 @@ func (h *Hub) Topics(ctx context.Context, prefix string, limit int) ([]TopicCoun
 		for s := c.subs; s != nil; s = s.next {
 			if strings.HasPrefix(s.key, prefix) {
 				e := seen{k: keyOf{s.key, s.wildcard}, n: 1}
-				if s.lb {
-					e.groups = map[string]struct{}{s.group: {}}
+				if s.lb() {
+					e.groups = map[string]struct{}{s.group(): {}}
 				}
 				out = append(out, e)
 			}

@@ -38,7 +38,7 @@ func (AllowAll) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant,
 
 // devGrantsCached bounds the grants AllowAll keeps, in actors: the tokens a
 // development broker sees are few, but any client may send new ones.
-const devGrantsCached = 4096
+const devGrantsCached = 1024
 
 // devRules is the one rule list of every AllowAll grant; read-only.
 var devRules = acl.Rules{{
