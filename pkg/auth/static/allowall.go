@@ -21,9 +21,9 @@ import (
 //
 // Grants are shared and read-only, as the token file's are: every
 // validation of one token, and every revalidation of its actor, returns
-// the same *auth.Grant while it is among the devGrantsCached most recent
-// actors (a connection keeps its grant whatever the cache evicts), and
-// every grant shares the one rule list.
+// the same *auth.Grant while it is kept (devGrantsCached actors at most; a
+// connection keeps its grant whatever is dropped), and every grant shares
+// the one rule list.
 type AllowAll struct{}
 
 // Validate accepts any token and never fails.
