@@ -13,7 +13,7 @@ func TestConnSize(t *testing.T) {
 		what      string
 		got, want uintptr
 	}{
-		{"hub.Conn", unsafe.Sizeof(Conn{}), 208},
+		{"hub.Conn", unsafe.Sizeof(Conn{}), 160},
 		{"hub.Session", unsafe.Sizeof(Session{}), 48},
 		{"a subscription (sub)", unsafe.Sizeof(sub{}), 64},
 	} {

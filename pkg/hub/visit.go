@@ -66,7 +66,7 @@ func (c *Conn) SubscriptionCount() int {
 func (c *Conn) QueuedBytes() int {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.outBytes
+	return c.queuedBytes()
 }
 
 // TopicCount is one routing key with its subscriptions on this node
