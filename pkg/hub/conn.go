@@ -64,9 +64,13 @@ type Conn struct {
 	t  Transport
 	w  *worker
 
-	created    int64        // unix ns
-	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
-	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
+	created  int64        // unix ns
+	lastRead atomic.Int64 // unix ns of the last complete frame (or request)
+	// closeAt, once a close is decided (> 0), is the unix ns after which
+	// the sweep releases the socket; while open it is 0, or minus the unix
+	// ns the frame or message in progress began (SetFrameStart): one word
+	// for two times never needed together.
+	closeAt    atomic.Int64
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
@@ -99,14 +103,13 @@ type Conn struct {
 
 // connExtra is what few connections need beside Conn's fields, allocated
 // the first time one of them is set (Conn.extra) and kept until the
-// connection goes: an idle timeout of its own (MQTT), a frame in progress,
-// deliveries held back during a replay, a resumable connection's tap. Each
-// field has the owner it would have in Conn.
+// connection goes: an idle timeout of its own (MQTT), deliveries held back
+// during a replay, a resumable connection's tap. Each field has the owner
+// it would have in Conn.
 type connExtra struct {
-	frameStart atomic.Int64        // unix ns the frame or message in progress began; 0 when none (the reader's)
-	idle       atomic.Int64        // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
-	held       *held               // deliveries held back during a replay (hold.go); owned by the worker
-	tap        atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
+	idle atomic.Int64        // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
+	held *held               // deliveries held back during a replay (hold.go); owned by the worker
+	tap  atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
 }
 
 // extra returns c's connExtra, made now if c has none: safe from any
@@ -142,7 +145,7 @@ func (c *Conn) tapped() *tap {
 // Closing reports whether a close of c was decided (by its reader, a
 // worker or the sweep) or its transport closed: a transport's reader then
 // discards its input, answering nothing more. One atomic load.
-func (c *Conn) Closing() bool { return c.closeAt.Load() != 0 }
+func (c *Conn) Closing() bool { return c.closeAt.Load() > 0 }
 
 // Transport returns the stream the connection was registered with (or
 // handed over to, Hub.Rebind); the session layer asks it to build the
@@ -228,20 +231,24 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 // now in progress began; 0 says none is. A message in progress for longer
 // than Config.FrameTimeout, or still in progress at the idle deadline, is
 // closed with disconnect.FrameTimeout.
+//
+// Once a close is decided no frame counts any more: SetFrameStart does
+// nothing and FrameStart returns 0.
 func (c *Conn) SetFrameStart(ns int64) {
-	if ns == 0 && c.x.Load() == nil {
-		return
+	for {
+		v := c.closeAt.Load()
+		if v > 0 || c.closeAt.CompareAndSwap(v, -ns) {
+			return
+		}
 	}
-	c.extra().frameStart.Store(ns)
 }
 
 // FrameStart returns what SetFrameStart last recorded.
-func (c *Conn) FrameStart() int64 {
-	if x := c.x.Load(); x != nil {
-		return x.frameStart.Load()
-	}
-	return 0
-}
+func (c *Conn) FrameStart() int64 { return frameStartOf(c.closeAt.Load()) }
+
+// frameStartOf is the frame start a value of Conn.closeAt holds: 0 when
+// none, or once closing.
+func frameStartOf(closeAt int64) int64 { return -min(closeAt, 0) }
 
 // Write queues frame, a reply of the connection's reader, behind the
 // replies the connection is owed (ExpectReply), in request order; code on

@@ -29,7 +29,7 @@ func Gather[T any](ctx context.Context, h *Hub, pick func(*Conn) (T, bool)) ([]T
 		w.post(op{kind: opRun, fn: func(*Conn) {
 			var out []T
 			for _, c := range w.conns {
-				if c.closeAt.Load() != 0 {
+				if c.Closing() {
 					continue
 				}
 				if v, ok := pick(c); ok {

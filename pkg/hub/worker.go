@@ -338,7 +338,8 @@ func (w *worker) sweep(now time.Time) {
 	var due []*Conn
 	for i := 0; i < len(w.conns); i++ {
 		c := w.conns[i]
-		if at := c.closeAt.Load(); at != 0 {
+		at := c.closeAt.Load()
+		if at > 0 {
 			if ns >= at && !w.lingerOn(c, ns) {
 				c.release()
 			}
@@ -370,12 +371,11 @@ func (w *worker) sweep(now time.Time) {
 				due = append(due, c)
 			}
 		}
-		limit, fs := int64(cfg.IdleTimeout), int64(0)
+		limit, fs := int64(cfg.IdleTimeout), frameStartOf(at)
 		if x := c.x.Load(); x != nil {
 			if own := x.idle.Load(); own != 0 {
 				limit = own
 			}
-			fs = x.frameStart.Load()
 		}
 		idle := limit > 0 && ns-c.lastRead.Load() > limit
 		if fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
@@ -477,7 +477,7 @@ func (w *worker) closeSome(k int, d disconnect.Disconnect, skip func(*Conn) bool
 		if n >= k {
 			break
 		}
-		if c.closeAt.Load() != 0 || skip != nil && skip(c) {
+		if c.Closing() || skip != nil && skip(c) {
 			continue
 		}
 		c.closeWith(d)
