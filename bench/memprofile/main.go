@@ -473,7 +473,7 @@ func owner(site string) string {
 // owners are the rows of the live heap by owner, in report order.
 var owners = []struct{ key, what string }{
 	{"kraken", "kraken's records: hub.Conn, reader state, session, subscriptions, index slots"},
-	{"grant", "the token's grant (one per connection with AUTH_ALLOW_ALL, as here; shared per token with a token file)"},
+	{"grant", "the token's grant (shared by the connections of one token, with AUTH_ALLOW_ALL as here and with a token file)"},
 	{"netpoll", "netpoll: connection, buffers, FD operator, addresses, callbacks, server table"},
 	{"other", "other live heap (this program, the standard library)"},
 	{"runtime", "live heap without a stack (runtime-internal)"},

@@ -64,19 +64,22 @@ type Conn struct {
 	t  Transport
 	w  *worker
 
-	created    int64        // unix ns
-	lastRead   atomic.Int64 // unix ns of the last complete frame (or request)
-	frameStart atomic.Int64 // unix ns the frame or message in progress began; 0 when none
-	closeAt    atomic.Int64 // unix ns after which the sweep releases a closing socket; 0 while open
-	idle       atomic.Int64 // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
+	created  int64        // unix ns
+	lastRead atomic.Int64 // unix ns of the last complete frame (or request)
+	// closeAt, once a close is decided (> 0), is the unix ns after which
+	// the sweep releases the socket; while open it is 0, or minus the unix
+	// ns the frame or message in progress began (SetFrameStart): one word
+	// for two times never needed together.
+	closeAt    atomic.Int64
 	phase      atomic.Uint32
 	enc        uint8 // t.Encoding().ID(), read on every delivery
 	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
 	revalidate bool  // a revalidation is in flight; owned by the worker
 	capped     bool  // a subscription was refused over MaxSubscriptions (OnTooManySubscriptions); owned by the worker
 	sess       atomic.Pointer[Session]
+	x          atomic.Pointer[connExtra] // what few connections need (extra); nil until first needed
 
-	// Guarded by wmu. The fields are ordered for packing: Conn is 208
+	// Guarded by wmu. The fields are ordered for packing: Conn is 160
 	// bytes, pinned by TestConnSize (docs/ARCHITECTURE.md quotes it).
 	wmu      sync.Mutex
 	closed   bool // the transport is closed: drop writes
@@ -88,24 +91,61 @@ type Conn struct {
 	inHeld   bool        // not guarded: owned by the reader (HoldInput, InputHeld, InputDrained)
 	sent     uint32      // bytes the transport took, modulo 2^32: a retry compares it to see progress
 	nwild    int32       // not guarded: owned by the worker, the wildcard subscriptions among nsubs (in padding)
-	out      [][]byte    // queued frames, oldest first; out[0] may be partly written
-	inline   [1][]byte   // backing store of out while it holds one frame: no allocation per delivery
-	outBytes int         // of the frames in out
+	one      [1][]byte   // the outbound queue while it holds one frame and q is nil (it may be partly written); nil when empty
+	q        *outq       // the outbound queue while it holds more (queue.go); nil otherwise
 	rq       *replyQueue // the replies owed and what waits behind them (replies.go); nil when none
 
 	// Owned by the worker.
 	idx   int32 // position in worker.conns, -1 when unregistered
 	nsubs int32
-	subs  *sub  // singly linked list of this connection's subscriptions
-	held  *held // deliveries held back during a replay (hold.go); nil almost always
+	subs  *sub // singly linked list of this connection's subscriptions
+}
 
-	tap atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
+// connExtra is what few connections need beside Conn's fields, allocated
+// the first time one of them is set (Conn.extra) and kept until the
+// connection goes: an idle timeout of its own (MQTT), deliveries held back
+// during a replay, a resumable connection's tap. Each field has the owner
+// it would have in Conn.
+type connExtra struct {
+	idle atomic.Int64        // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
+	held *held               // deliveries held back during a replay (hold.go); owned by the worker
+	tap  atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
+}
+
+// extra returns c's connExtra, made now if c has none: safe from any
+// goroutine (the first one installed wins).
+func (c *Conn) extra() *connExtra {
+	if x := c.x.Load(); x != nil {
+		return x
+	}
+	x := &connExtra{}
+	if c.x.CompareAndSwap(nil, x) {
+		return x
+	}
+	return c.x.Load()
+}
+
+// heldPubs returns the deliveries c's worker holds back, nil almost always.
+// Call it on c's worker.
+func (c *Conn) heldPubs() *held {
+	if x := c.x.Load(); x != nil {
+		return x.held
+	}
+	return nil
+}
+
+// tapped returns c's tap, nil when it has none.
+func (c *Conn) tapped() *tap {
+	if x := c.x.Load(); x != nil {
+		return x.tap.Load()
+	}
+	return nil
 }
 
 // Closing reports whether a close of c was decided (by its reader, a
 // worker or the sweep) or its transport closed: a transport's reader then
 // discards its input, answering nothing more. One atomic load.
-func (c *Conn) Closing() bool { return c.closeAt.Load() != 0 }
+func (c *Conn) Closing() bool { return c.closeAt.Load() > 0 }
 
 // Transport returns the stream the connection was registered with (or
 // handed over to, Hub.Rebind); the session layer asks it to build the
@@ -180,16 +220,35 @@ func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
 // restores the hub's. An MQTT listener sets 1.5 × the client's keep-alive
 // from its CONNECT (MQTT 3.1.1 §3.1.2.10); the sweep reads it, so no timer
 // is armed per connection. Safe from any goroutine.
-func (c *Conn) SetIdleTimeout(d time.Duration) { c.idle.Store(int64(d)) }
+func (c *Conn) SetIdleTimeout(d time.Duration) {
+	if d == 0 && c.x.Load() == nil {
+		return
+	}
+	c.extra().idle.Store(int64(d))
+}
 
 // SetFrameStart records, in unix ns, when the frame or fragmented message
 // now in progress began; 0 says none is. A message in progress for longer
 // than Config.FrameTimeout, or still in progress at the idle deadline, is
 // closed with disconnect.FrameTimeout.
-func (c *Conn) SetFrameStart(ns int64) { c.frameStart.Store(ns) }
+//
+// Once a close is decided no frame counts any more: SetFrameStart does
+// nothing and FrameStart returns 0.
+func (c *Conn) SetFrameStart(ns int64) {
+	for {
+		v := c.closeAt.Load()
+		if v > 0 || c.closeAt.CompareAndSwap(v, -ns) {
+			return
+		}
+	}
+}
 
 // FrameStart returns what SetFrameStart last recorded.
-func (c *Conn) FrameStart() int64 { return c.frameStart.Load() }
+func (c *Conn) FrameStart() int64 { return frameStartOf(c.closeAt.Load()) }
+
+// frameStartOf is the frame start a value of Conn.closeAt holds: 0 when
+// none, or once closing.
+func frameStartOf(closeAt int64) int64 { return -min(closeAt, 0) }
 
 // Write queues frame, a reply of the connection's reader, behind the
 // replies the connection is owed (ExpectReply), in request order; code on
@@ -231,7 +290,7 @@ func (c *Conn) appendLocked(frame []byte, reply bool) bool {
 	if c.closed || c.closing || c.slow {
 		return false
 	}
-	if c.outBytes+c.heldBytes()+len(frame) > c.w.h.cfg.OutboundMaxBytes {
+	if c.queuedBytes()+c.heldBytes()+len(frame) > c.w.h.cfg.OutboundMaxBytes {
 		c.overflowLocked(SlowOutbound)
 		return false
 	}
@@ -239,15 +298,6 @@ func (c *Conn) appendLocked(frame []byte, reply bool) bool {
 		c.queueLocked(frame)
 	}
 	return true
-}
-
-// queueLocked appends frame to the outbound queue.
-func (c *Conn) queueLocked(frame []byte) {
-	if c.out == nil {
-		c.out = c.inline[:0:1]
-	}
-	c.out = append(c.out, frame)
-	c.outBytes += len(frame)
 }
 
 // overflowLocked makes c a slow consumer for cause: its queue is cut and a
@@ -264,10 +314,7 @@ func (c *Conn) overflowLocked(cause SlowCause) {
 // from then on: nothing more is queued but the close frame.
 func (c *Conn) cutLocked() {
 	c.slow, c.rq = true, nil
-	if len(c.out) > 0 {
-		clear(c.out[1:])
-		c.out, c.outBytes = c.out[:1], len(c.out[0])
-	}
+	c.cutQueueLocked()
 }
 
 // iovMax bounds one writev call (Linux IOV_MAX is 1024).
@@ -280,14 +327,15 @@ func (c *Conn) flushLocked() { c.flushFrom(iovMax) }
 // one frame before it offers the rest.
 func (c *Conn) flushFrom(first int) {
 	limit := first
-	for c.outBytes > 0 && !c.closed {
-		batch := c.out
+	for c.queuedBytes() > 0 && !c.closed {
+		all := c.queued()
+		batch := all
 		if len(batch) > limit {
 			batch = batch[:limit]
 		}
 		limit = iovMax
-		want := c.outBytes
-		if len(batch) < len(c.out) {
+		want := c.queuedBytes()
+		if len(batch) < len(all) {
 			want = 0
 			for _, b := range batch {
 				want += len(b)
@@ -300,7 +348,7 @@ func (c *Conn) flushFrom(first int) {
 		}
 		if err != nil {
 			// The peer is gone; the transport will report the close.
-			c.out, c.outBytes = nil, 0
+			c.dropQueueLocked()
 			return
 		}
 		if n < want {
@@ -308,9 +356,8 @@ func (c *Conn) flushFrom(first int) {
 			return
 		}
 	}
-	if c.outBytes == 0 {
-		c.inline[0] = nil
-		c.out = nil // a larger backing array is released; the inline one is reused
+	if c.queuedBytes() == 0 {
+		c.dropQueueLocked() // the pooled queue goes back
 		if c.closing && c.rq == nil && !c.shut && !c.closed {
 			// The close frame is out: send FIN after it and keep reading
 			// until the peer closes or the sweep's deadline (closeWith).
@@ -318,20 +365,6 @@ func (c *Conn) flushFrom(first int) {
 			_ = c.t.CloseWrite()
 		}
 	}
-}
-
-func (c *Conn) consumeLocked(n int) {
-	c.outBytes -= n
-	i := 0
-	for i < len(c.out) && n >= len(c.out[i]) {
-		n -= len(c.out[i])
-		c.out[i] = nil
-		i++
-	}
-	if i < len(c.out) && n > 0 {
-		c.out[i] = c.out[i][n:]
-	}
-	c.out = c.out[i:]
 }
 
 func (c *Conn) scheduleRetryLocked() {
@@ -348,7 +381,8 @@ func (c *Conn) scheduleRetryLocked() {
 func (c *Conn) markClosed() {
 	c.wmu.Lock()
 	c.closed = true
-	c.out, c.outBytes, c.rq = nil, 0, nil
+	c.dropQueueLocked()
+	c.rq = nil
 	c.wmu.Unlock()
 }
 

@@ -28,8 +28,8 @@ func (h *held) add(p *Publication, display string, wildcard bool) {
 // nothing.
 func (c *Conn) HoldDeliveries() {
 	c.w.mustOwn("HoldDeliveries")
-	if c.held == nil {
-		c.held = &held{}
+	if x := c.extra(); x.held == nil {
+		x.held = &held{}
 	}
 }
 
@@ -39,11 +39,11 @@ func (c *Conn) HoldDeliveries() {
 // from Hub.Run.
 func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 	c.w.mustOwn("ReleaseDeliveries")
-	h := c.held
+	h := c.heldPubs()
 	if h == nil {
 		return
 	}
-	c.held = nil
+	c.x.Load().held = nil
 	w := c.w
 	for _, d := range h.pubs {
 		if skip != nil && skip(d.p) {
@@ -54,7 +54,7 @@ func (c *Conn) ReleaseDeliveries(skip func(*Publication) bool) {
 			w.deliveries.Add(1)
 			continue
 		}
-		if t := c.tap.Load(); t != nil && !t.off {
+		if t := c.tapped(); t != nil && !t.off {
 			c.tapDelivery(t, d.p, d.display, d.wildcard, w.now())
 		}
 		w.write(c, w.frames.get(d.p, c, d.display, d.wildcard))

@@ -126,32 +126,32 @@ func TestTapLetsGoOfANonAcker(t *testing.T) {
 	silent := &Conn{w: h.workers[0]}
 	silent.StartTap()
 	silent.Touch(now)
-	silent.tapDelivery(silent.tap.Load(), pub("a"), "t", false, now)
+	silent.tapDelivery(silent.tapped(), pub("a"), "t", false, now)
 	if d, _ := silent.Tapped(); len(d) != 1 {
 		t.Fatalf("network gone right after the delivery: %d reported, want 1", len(d))
 	}
 
 	reader := &Conn{w: h.workers[0]}
 	reader.StartTap()
-	reader.tapDelivery(reader.tap.Load(), pub("a"), "t", false, now)
+	reader.tapDelivery(reader.tapped(), pub("a"), "t", false, now)
 	reader.Touch(now + int64(DefaultTapAckWait) + 1) // a heartbeat, no ack
 	if d, _ := reader.Tapped(); d != nil {
 		t.Fatalf("a client reading on without acks: %d reported, want none", len(d))
 	}
-	reader.tapDelivery(reader.tap.Load(), pub("b"), "t", false, now+int64(DefaultTapAckWait)+2)
-	if reader.tap.Load() != tapOff {
+	reader.tapDelivery(reader.tapped(), pub("b"), "t", false, now+int64(DefaultTapAckWait)+2)
+	if reader.tapped() != tapOff {
 		t.Fatal("the non-acker's tap kept after its next delivery")
 	}
 	reader.StartTap()
-	if reader.tap.Load() != tapOff {
+	if reader.tapped() != tapOff {
 		t.Fatal("StartTap restarted the tap of a non-acker")
 	}
 
 	acker := &Conn{w: h.workers[0]}
 	acker.StartTap()
-	acker.tapDelivery(acker.tap.Load(), pub("a"), "t", false, now)
+	acker.tapDelivery(acker.tapped(), pub("a"), "t", false, now)
 	acker.TapAck("a")
-	acker.tapDelivery(acker.tap.Load(), pub("b"), "t", false, now)
+	acker.tapDelivery(acker.tapped(), pub("b"), "t", false, now)
 	acker.Touch(now + int64(DefaultTapAckWait) + 1)
 	if d, _ := acker.Tapped(); len(d) != 1 || d[0].Msg.Msg.MsgID != "b" {
 		t.Fatalf("an acking client's unacked delivery: %+v", d)

@@ -186,12 +186,14 @@ func (w *worker) deliver(p *Publication, c *Conn, display string, wildcard, acce
 	if wildcard && isDollar(p.Topic) && startsWithWildcard(display) {
 		return
 	}
-	if c.held != nil {
-		c.held.add(p, display, wildcard)
-		return
-	}
-	if t := c.tap.Load(); t != nil && !t.off && !p.Durable {
-		c.tapDelivery(t, p, display, wildcard, w.now())
+	if x := c.x.Load(); x != nil { // one load for what most connections lack
+		if x.held != nil {
+			x.held.add(p, display, wildcard)
+			return
+		}
+		if t := x.tap.Load(); t != nil && !t.off && !p.Durable {
+			c.tapDelivery(t, p, display, wildcard, w.now())
+		}
 	}
 	f := w.frames.get(p, c, display, wildcard)
 	w.write(c, f)

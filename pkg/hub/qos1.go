@@ -53,8 +53,8 @@ func deliveryQoS(p *Publication, c *Conn, sub uint8) uint8 {
 // deliverQoS1 hands p to c's Acker as an acknowledged delivery of QoS
 // qos; in its retained form when re is not nil (sendRetained).
 func (w *worker) deliverQoS1(p *Publication, c *Conn, display string, wildcard bool, re RetainedEncoding, qos uint8) {
-	if c.held != nil {
-		c.held.pubs = append(c.held.pubs, heldPub{p: p, display: display, wildcard: wildcard, qos: qos, re: re})
+	if h := c.heldPubs(); h != nil {
+		h.pubs = append(h.pubs, heldPub{p: p, display: display, wildcard: wildcard, qos: qos, re: re})
 		return
 	}
 	head, tail := w.frames.getQoS1(p, c, display, wildcard)
@@ -83,7 +83,10 @@ func (c *Conn) WriteParts(head, id, tail []byte) {
 	w := c.w
 	w.mustOwn("WriteParts")
 	c.wmu.Lock()
-	if c.appendPartsLocked(head, id, tail) && len(c.out) == 3 {
+	// Touched when this delivery starts the queue (an empty part, such as
+	// the tail of an empty payload, is not queued).
+	empty := c.queueEmpty()
+	if c.appendPartsLocked(head, id, tail) && empty && !c.queueEmpty() {
 		w.touched = append(w.touched, c)
 	}
 	c.wmu.Unlock()
@@ -121,7 +124,7 @@ func (c *Conn) appendPartsLocked(a, b, d []byte) bool {
 		return false
 	}
 	n := len(a) + len(b) + len(d)
-	if c.outBytes+c.heldBytes()+n > c.w.h.cfg.OutboundMaxBytes {
+	if c.queuedBytes()+c.heldBytes()+n > c.w.h.cfg.OutboundMaxBytes {
 		c.overflowLocked(SlowOutbound)
 		return false
 	}

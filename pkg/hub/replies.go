@@ -104,7 +104,7 @@ func (c *Conn) Answer(t Ticket, frame []byte) {
 func (w *worker) answer(c *Conn, t Ticket, frame []byte) {
 	c.wmu.Lock()
 	released := c.answerLocked(t, frame)
-	if released && len(c.out) > 0 {
+	if released && !c.queueEmpty() {
 		w.touched = append(w.touched, c)
 	}
 	c.wmu.Unlock()

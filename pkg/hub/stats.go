@@ -107,7 +107,7 @@ func (w *worker) ownStats() WorkerStats {
 		Retained: w.retained.n, DeliveredBytes: w.bytesOut}
 	for _, c := range w.conns {
 		c.wmu.Lock()
-		b := c.outBytes
+		b := c.queuedBytes()
 		c.wmu.Unlock()
 		st.OutboundBytes += int64(b)
 		st.OutboundMaxBytes = max(st.OutboundMaxBytes, b)

@@ -43,10 +43,10 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 		w.confirm(c, spec, s) // no closure: nothing allocated on the common path
 		return
 	}
-	s.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
+	s.x.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
 		wild: spec.Wildcard, filters: spec.Filters, reply: spec.Reply, ticket: spec.ticket, marked: spec.marked,
-		noRetained: spec.NoRetained, durable: s.durable}
-	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.m})
+		noRetained: spec.NoRetained, durable: s.x.durable}
+	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.x.m})
 }
 
 // confirm writes the reply of subscription s and then, unless spec asks
@@ -54,7 +54,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 func (w *worker) confirm(c *Conn, spec *SubSpec, s *sub) {
 	w.reply(c, spec, spec.Reply)
 	if !spec.NoRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
-		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters, s.qos)
+		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters(), s.qos)
 	}
 }
 
@@ -117,14 +117,15 @@ func (w *worker) reply(c *Conn, spec *SubSpec, frame []byte) {
 func (w *worker) detach(s *sub) {
 	w.h.stats.subs.Add(-1)
 	w.h.forms.count(s, -1)
-	if s.m == nil {
+	m := s.member()
+	if m == nil {
 		if w.tab.remove(s) {
 			w.interest(s, -1)
 		}
 		return
 	}
-	w.h.groupWorker(s.group).post(op{kind: opMemberRemove, member: s.m})
-	s.m = nil
+	w.h.groupWorker(s.x.group).post(op{kind: opMemberRemove, member: m})
+	s.x.m = nil
 }
 
 // Subscribed reports whether c holds a subscription to pattern (its
@@ -184,8 +185,8 @@ func (c *Conn) Subscriptions() []Subscription {
 	c.w.mustOwn("Subscriptions")
 	out := make([]Subscription, 0, c.nsubs)
 	for s := c.subs; s != nil; s = s.next {
-		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters,
-			QoS: s.qos, LoadBalance: s.lb, Group: s.group, Durable: s.durable})
+		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters(),
+			QoS: s.qos, LoadBalance: s.lb(), Group: s.group(), Durable: s.durable()})
 	}
 	return out
 }
@@ -200,12 +201,13 @@ func (w *worker) setFilters(c *Conn, pattern string, filters []string, ok []byte
 		w.answer(c, t, spec.TooMany)
 		return
 	}
-	s.filters = filters
-	if s.m == nil {
+	s.setFilters(filters)
+	m := s.member()
+	if m == nil {
 		w.answer(c, t, ok)
 		return
 	}
-	w.h.groupWorker(s.group).post(op{kind: opMemberFilters, member: s.m, filters: filters, reply: ok, ticket: t})
+	w.h.groupWorker(s.x.group).post(op{kind: opMemberFilters, member: m, filters: filters, reply: ok, ticket: t})
 }
 
 // DropSubscription removes c's subscription to pattern (after a revalidation

@@ -42,35 +42,92 @@ type SubSpec struct {
 
 // sub is one subscription on its connection's worker: the SubSpec without
 // its one-off reply frames, kept small because an idle connection holds a
-// few of them.
+// few of them: 64 bytes, a 64-byte allocation (TestConnSize), for a plain
+// subscription. What only a load-balanced or filtered one has is in x.
 type sub struct {
 	c        *Conn
-	next     *sub    // next subscription of the same connection
-	m        *member // the group member, for load-balanced subscriptions
-	pattern  string  // display topic, as sent
-	key      string  // routing key, shared with the table's other entries for the key
-	filters  []string
-	group    string
-	pos      int32 // index in table.exact[key]
+	next     *sub      // next subscription of the same connection
+	pattern  string    // display topic, as sent
+	key      string    // routing key, shared with the table's other entries for the key
+	x        *subExtra // nil for a plain subscription: no filters, no group
+	pos      int32     // index in table.exact[key]
 	qos      uint8
 	wildcard bool
-	lb       bool
-	durable  bool
+}
+
+// subExtra is what a filtered or load-balanced subscription has beside a
+// plain one's fields; owned, as the sub, by the connection's worker.
+type subExtra struct {
+	m       *member // the group member, for load-balanced subscriptions
+	filters []string
+	group   string
+	lb      bool
+	durable bool
 }
 
 func newSub(c *Conn, spec *SubSpec) *sub {
-	return &sub{c: c, pattern: spec.Pattern, key: spec.Key, filters: spec.Filters, group: spec.Group,
-		qos: spec.QoS, wildcard: spec.Wildcard, lb: spec.LoadBalance,
-		durable: spec.LoadBalance && spec.Durable && !spec.Wildcard}
+	s := &sub{c: c, pattern: spec.Pattern, key: spec.Key, qos: spec.QoS, wildcard: spec.Wildcard}
+	if spec.Filters != nil || spec.LoadBalance || spec.Group != "" {
+		s.x = &subExtra{filters: spec.Filters, group: spec.Group, lb: spec.LoadBalance,
+			durable: spec.LoadBalance && spec.Durable && !spec.Wildcard}
+	}
+	return s
+}
+
+// filters returns the subscription's filters; nil accepts every message.
+func (s *sub) filters() []string {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.filters
+}
+
+// setFilters replaces the subscription's filters.
+func (s *sub) setFilters(filters []string) {
+	if s.x == nil {
+		if filters == nil {
+			return
+		}
+		s.x = &subExtra{}
+	}
+	s.x.filters = filters
+}
+
+// lb reports whether the subscription is load-balanced (its group's).
+func (s *sub) lb() bool { return s.x != nil && s.x.lb }
+
+// group returns the load-balanced subscription's group name, "" for others.
+func (s *sub) group() string {
+	if s.x == nil {
+		return ""
+	}
+	return s.x.group
+}
+
+// durable reports whether the subscription is a member of a durable group.
+func (s *sub) durable() bool { return s.x != nil && s.x.durable }
+
+// member returns the subscription's group member, nil for a broadcast one
+// (and for a load-balanced one once detached).
+func (s *sub) member() *member {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.m
 }
 
 // spec rebuilds the subscription's SubSpec (without reply frames).
 func (s *sub) spec() SubSpec {
-	return SubSpec{Pattern: s.pattern, Key: s.key, Wildcard: s.wildcard, Filters: s.filters,
-		QoS: s.qos, LoadBalance: s.lb, Group: s.group, Durable: s.durable}
+	return SubSpec{Pattern: s.pattern, Key: s.key, Wildcard: s.wildcard, Filters: s.filters(),
+		QoS: s.qos, LoadBalance: s.lb(), Group: s.group(), Durable: s.durable()}
 }
 
-func (s *sub) accepts(filter string) bool { return acceptsFilter(s.filters, filter) }
+func (s *sub) accepts(filter string) bool {
+	if s.x == nil {
+		return true
+	}
+	return acceptsFilter(s.x.filters, filter)
+}
 
 func acceptsFilter(filters []string, filter string) bool {
 	if filters == nil {

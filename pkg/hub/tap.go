@@ -106,7 +106,7 @@ func (c *Conn) tapDelivery(t *tap, p *Publication, display string, wildcard bool
 	t.mu.Lock()
 	if t.nonAckerLocked(c.lastRead.Load(), c.tapAckWait()) {
 		t.mu.Unlock()
-		c.tap.Store(tapOff)
+		c.x.Load().tap.Store(tapOff) // t is c's: c has its connExtra
 		return
 	}
 	t.appendLocked(tapEntry{p: p, display: display, at: now, wildcard: wildcard})
@@ -140,7 +140,7 @@ func (t *tap) appendLocked(e tapEntry) {
 // delivery, so that a client that drops during or right after its replay
 // gets it again. On c's worker; a no-op without a tap.
 func (c *Conn) TapReplayed(id, display string, payload []byte) {
-	t := c.tap.Load()
+	t := c.tapped()
 	if t == nil || t.off {
 		return
 	}
@@ -154,15 +154,15 @@ func (c *Conn) TapReplayed(id, display string, payload []byte) {
 // Hub.Run.
 func (c *Conn) StartTap() {
 	c.w.mustOwn("StartTap")
-	if c.tap.Load() == nil {
-		c.tap.Store(&tap{})
+	if x := c.extra(); x.tap.Load() == nil {
+		x.tap.Store(&tap{})
 	}
 }
 
 // TapAck marks the deliveries of msgIDs acked and forgets the acked ones at
 // the head. Safe from any goroutine; a no-op without a tap.
 func (c *Conn) TapAck(msgIDs ...string) {
-	t := c.tap.Load()
+	t := c.tapped()
 	if t == nil || t.off {
 		return
 	}
@@ -205,7 +205,7 @@ func (t *tap) dropHead(n int) {
 // the oldest of them without ever acking (it does not ack: what was
 // written to it counts as read).
 func (c *Conn) Tapped() (d []Delivered, overflow bool) {
-	t := c.tap.Load()
+	t := c.tapped()
 	if t == nil || t.off {
 		return nil, false
 	}
@@ -239,7 +239,7 @@ func (c *Conn) Progress() (sent uint32, oldest int64, stuck bool) {
 	c.wmu.Lock()
 	sent = c.sent
 	c.wmu.Unlock()
-	t := c.tap.Load()
+	t := c.tapped()
 	if t == nil || t.off {
 		return sent, 0, false
 	}

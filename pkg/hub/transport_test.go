@@ -304,7 +304,7 @@ func TestBrokenTransportDropsTheQueue(t *testing.T) {
 		t.Fatal("a write to an open connection was refused")
 	}
 	c.wmu.Lock()
-	queued := c.outBytes
+	queued := c.queuedBytes()
 	c.wmu.Unlock()
 	if queued != 0 {
 		t.Fatalf("%d bytes still queued after the transport failed", queued)

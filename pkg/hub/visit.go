@@ -29,7 +29,7 @@ func Gather[T any](ctx context.Context, h *Hub, pick func(*Conn) (T, bool)) ([]T
 		w.post(op{kind: opRun, fn: func(*Conn) {
 			var out []T
 			for _, c := range w.conns {
-				if c.closeAt.Load() != 0 {
+				if c.Closing() {
 					continue
 				}
 				if v, ok := pick(c); ok {
@@ -66,7 +66,7 @@ func (c *Conn) SubscriptionCount() int {
 func (c *Conn) QueuedBytes() int {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.outBytes
+	return c.queuedBytes()
 }
 
 // TopicCount is one routing key with its subscriptions on this node
@@ -117,8 +117,8 @@ func (h *Hub) Topics(ctx context.Context, prefix string, limit int) ([]TopicCoun
 		for s := c.subs; s != nil; s = s.next {
 			if strings.HasPrefix(s.key, prefix) {
 				e := seen{k: keyOf{s.key, s.wildcard}, n: 1}
-				if s.lb {
-					e.groups = map[string]struct{}{s.group: {}}
+				if s.lb() {
+					e.groups = map[string]struct{}{s.group(): {}}
 				}
 				out = append(out, e)
 			}

@@ -187,7 +187,7 @@ func (w *worker) retryStalled() {
 		} else {
 			c.flushLocked()
 		}
-		if c.closed || c.outBytes == 0 {
+		if c.closed || c.queuedBytes() == 0 {
 			c.retrying = false
 			c.wmu.Unlock()
 			continue
@@ -286,7 +286,7 @@ func (w *worker) write(c *Conn, frame []byte) {
 		return
 	}
 	c.wmu.Lock()
-	if c.appendLocked(frame, false) && len(c.out) == 1 {
+	if c.appendLocked(frame, false) && c.queuedFrames() == 1 {
 		w.touched = append(w.touched, c)
 	}
 	c.wmu.Unlock()
@@ -338,7 +338,8 @@ func (w *worker) sweep(now time.Time) {
 	var due []*Conn
 	for i := 0; i < len(w.conns); i++ {
 		c := w.conns[i]
-		if at := c.closeAt.Load(); at != 0 {
+		at := c.closeAt.Load()
+		if at > 0 {
 			if ns >= at && !w.lingerOn(c, ns) {
 				c.release()
 			}
@@ -370,12 +371,14 @@ func (w *worker) sweep(now time.Time) {
 				due = append(due, c)
 			}
 		}
-		limit := int64(cfg.IdleTimeout)
-		if own := c.idle.Load(); own != 0 {
-			limit = own
+		limit, fs := int64(cfg.IdleTimeout), frameStartOf(at)
+		if x := c.x.Load(); x != nil {
+			if own := x.idle.Load(); own != 0 {
+				limit = own
+			}
 		}
 		idle := limit > 0 && ns-c.lastRead.Load() > limit
-		if fs := c.frameStart.Load(); fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
+		if fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
 			c.closeWith(disconnect.New(disconnect.FrameTimeout))
 		} else if idle {
 			c.closeWith(disconnect.New(disconnect.IdleTimeout))
@@ -436,7 +439,7 @@ func (w *worker) lingerOn(c *Conn, ns int64) bool {
 		unsent = u.Unsent()
 	}
 	c.wmu.Lock()
-	queued, sent := c.outBytes, c.sent
+	queued, sent := c.queuedBytes(), c.sent
 	c.wmu.Unlock()
 	cfg := &w.h.cfg
 	l, seen := w.lingering[c]
@@ -474,7 +477,7 @@ func (w *worker) closeSome(k int, d disconnect.Disconnect, skip func(*Conn) bool
 		if n >= k {
 			break
 		}
-		if c.closeAt.Load() != 0 || skip != nil && skip(c) {
+		if c.Closing() || skip != nil && skip(c) {
 			continue
 		}
 		c.closeWith(d)

@@ -90,13 +90,16 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 			st.Disconnect(disconnect.WithText(disconnect.ProtocolError, "continuation without a started message"))
 			return
 		}
-		if len(st.frag)+len(payload) > s.cfg.MaxFrameSize {
+		if st.frag == nil {
+			st.frag = new([]byte) // not reached: a message begins with its buffer
+		}
+		if len(*st.frag)+len(payload) > s.cfg.MaxFrameSize {
 			st.Disconnect(disconnect.WithText(disconnect.TooLarge, "message too large"))
 			return
 		}
-		st.frag = append(st.frag, payload...)
+		*st.frag = append(*st.frag, payload...)
 		if fin {
-			msgOp, msg := ws.OpCode(st.Message()), st.frag
+			msgOp, msg := ws.OpCode(st.Message()), *st.frag
 			st.frag = nil
 			s.onMessage(st, msgOp, msg) // which ends the message (EndMessage)
 		}
@@ -107,7 +110,8 @@ func (s *Server) onFrame(st *connState, op ws.OpCode, fin bool, payload []byte) 
 		}
 		if !fin {
 			st.BeginMessage(byte(op))
-			st.frag = append(make([]byte, 0, min(2*len(payload)+64, s.cfg.MaxFrameSize)), payload...)
+			frag := append(make([]byte, 0, min(2*len(payload)+64, s.cfg.MaxFrameSize)), payload...)
+			st.frag = &frag
 			return
 		}
 		s.onMessage(st, op, payload)

@@ -50,5 +50,7 @@
 // serialised; OnChange callbacks run on the reloading goroutine (the watcher,
 // or the caller of Reload) in registration order. Static starts exactly one
 // goroutine, the watcher, which Close stops and waits for. Grants are shared
-// between callers and must be treated as read-only. AllowAll has no state.
+// between callers and must be treated as read-only. AllowAll keeps the
+// grants of its most recent actors (a mutex-guarded map, bounded), so that
+// the connections of one token share one.
 package static
