@@ -34,7 +34,7 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	}
 	if reason != "" {
 		p.refusedAuth(st, "auth", reason, err) // counted and logged once (log.go)
-		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, reason), Err: &wire.Error{Err: reason}})
+		writeAuthFailed(out, reason)
 		p.failedAuth(st, out)
 		return
 	}
@@ -58,13 +58,15 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		specs, restored = p.restorable(g)
 	}
 	rs := p.attachSession(st, g, cmd, &restored) // resume.go
-	out.Write(Reply{Kind: KindAuthOK, Payload: wire.AppendAuthOK(nil, &wire.AuthOK{
+	s := getScratch()
+	out.Write(s.reply(KindAuthOK, wire.AppendAuthOK(s.b[:0], &wire.AuthOK{
 		ActorTokenID:    g.ActorTokenID,
 		ProjectID:       g.ProjectID,
 		ActorType:       g.ActorType,
 		ProtocolVersion: version,
 		Restored:        restored,
-	})})
+	})))
+	s.release()
 	p.resumeReplay(c, out, rs, specs) // first: it holds c's deliveries until the replay is out
 	for _, spec := range specs {
 		p.hub.Subscribe(c, spec)

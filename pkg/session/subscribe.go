@@ -58,9 +58,11 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	if st.resume&resumeLive != 0 && p.resume.Resubscribe(c, spec.Pattern) {
 		spec.NoRetained = true // a restored subscription: its retained message came before the drop or is in the replay
 	}
-	spec.Reply = out.Frame(Reply{Kind: KindSubscribed, Payload: wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance)})
-	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
+	s := getScratch()
+	spec.Reply = out.Frame(s.reply(KindSubscribed, wire.AppendSubscribed(s.b[:0], cmd.Topic, cmd.LoadBalance)))
+	spec.TooMany = out.Frame(s.errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
 		Topic: cmd.Topic, HasTopic: true, Detail: DetailTooManySubscriptions})) // counted and logged by the worker (tooManySubscriptions)
+	s.release()
 	p.hub.Subscribe(c, spec)
 	p.noteSubscribed(st, spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
@@ -141,7 +143,9 @@ func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	c := st.Conn
-	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(Reply{Kind: KindUnsubscribed, Payload: wire.AppendUnsubscribed(nil, cmd.Topic)}))
+	s := getScratch()
+	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(s.reply(KindUnsubscribed, wire.AppendUnsubscribed(s.b[:0], cmd.Topic))))
+	s.release()
 	if st.resume&resumeLive != 0 {
 		p.resume.Unsubscribed(c, cmd.Topic)
 	}
@@ -170,8 +174,10 @@ func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {
 		raw = append([]byte(nil), cmd.Filters.Raw...)
 	}
 	c := st.Conn
-	ok := out.Frame(Reply{Kind: KindFiltersUpdated, Payload: wire.AppendFiltersUpdated(nil, cmd.Topic, raw)})
-	notSub := out.Frame(errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	s := getScratch()
+	ok := out.Frame(s.reply(KindFiltersUpdated, wire.AppendFiltersUpdated(s.b[:0], cmd.Topic, raw)))
+	notSub := out.Frame(s.errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	s.release()
 	p.hub.SetFilters(c, cmd.Topic, filters, ok, notSub)
 	if st.resume&resumeLive != 0 {
 		p.resume.FiltersSet(c, cmd.Topic, filters)
