@@ -60,13 +60,26 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	}
 	s := getScratch()
 	spec.Reply = out.Frame(s.reply(KindSubscribed, wire.AppendSubscribed(s.b[:0], cmd.Topic, cmd.LoadBalance)))
-	spec.TooMany = out.Frame(s.errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
-		Topic: cmd.Topic, HasTopic: true, Detail: DetailTooManySubscriptions})) // counted and logged by the worker (tooManySubscriptions)
 	s.release()
+	// spec.TooMany is left nil: the worker builds the refusal when the cap
+	// is hit (tooManyFrame), and counts and logs it (tooManySubscriptions).
 	p.hub.Subscribe(c, spec)
 	p.noteSubscribed(st, spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
 	p.hydrate(c, out, g, res, cmd.Topic)
+}
+
+// tooManyFrame is hub.Config.TooManyFrame: the too_many_subscriptions
+// error answering a subscribe to pattern that c's worker refused for
+// hub.Config.MaxSubscriptions, in c's encoding (nil when its transport
+// builds no frames). The pattern is the one the client sent (SubSpec.Pattern).
+func tooManyFrame(c *hub.Conn, pattern string) []byte {
+	f, ok := c.Transport().(Framer)
+	if !ok {
+		return nil
+	}
+	return errorFrame(f, &wire.Error{Err: wire.ErrTooManySubscriptions,
+		Topic: pattern, HasTopic: true, Detail: DetailTooManySubscriptions})
 }
 
 // roomAccessTimeout bounds the subscribe cache-miss fallback call
