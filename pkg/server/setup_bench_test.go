@@ -30,17 +30,26 @@ const setupBatch = 500
 type setupBench struct {
 	s       *Server
 	addr    syscall.SockaddrInet4
-	upgrade []byte // the upgrade request
-	authF   []byte // the masked auth frame
-	subsF   []byte // the two masked subscribe frames
-	buf     []byte // the client's read buffer
+	upgrade []byte   // the upgrade request
+	authF   []byte   // the masked auth frame
+	subsF   []byte   // the two masked subscribe frames
+	buf     []byte   // the client's read buffer
+	record  bool     // await keeps a copy of what it reads in seen
+	seen    [][]byte // the 101 response and the frames, when record
 }
 
-func newSetupBench(tb testing.TB) *setupBench {
+// newSetupBench starts the broker, with mutate applied to its settings
+// when not nil.
+func newSetupBench(tb testing.TB, mutate func(*testConfig)) *setupBench {
 	tb.Helper()
 	cache := auth.NewCache(static.AllowAll{}, 30*time.Second, 1000, nil)
 	tb.Cleanup(func() { _ = cache.Close() })
-	s := startWith(tb, cache, func(c *testConfig) { c.RecordMessages = false })
+	s := startWith(tb, cache, func(c *testConfig) {
+		c.RecordMessages = false
+		if mutate != nil {
+			mutate(c)
+		}
+	})
 	tcp := s.Addr().(*net.TCPAddr)
 	sb := &setupBench{s: s, buf: make([]byte, 4096)}
 	sb.addr.Port = tcp.Port
@@ -104,11 +113,14 @@ func (sb *setupBench) await(tb testing.TB, fd, frames int) {
 				if !bytes.HasPrefix(b, []byte("HTTP/1.1 101")) {
 					tb.Fatalf("upgrade refused: %q", b)
 				}
+				if sb.record {
+					sb.seen = append(sb.seen, bytes.Clone(b))
+				}
 				return
 			}
 			continue
 		}
-		got := 0
+		got, frames0 := 0, b
 		for len(b) >= 2 {
 			if ws.OpCode(b[0]&0x0f) == ws.OpClose {
 				tb.Fatalf("closed by the server: %q", b)
@@ -127,6 +139,13 @@ func (sb *setupBench) await(tb testing.TB, fd, frames int) {
 			got++
 		}
 		if got == frames && len(b) == 0 {
+			for b = frames0; sb.record && len(b) > 0; {
+				n := 2 + int(b[1]&0x7f)
+				if b[1]&0x7f == 126 {
+					n = 4 + int(binary.BigEndian.Uint16(b[2:]))
+				}
+				sb.seen, b = append(sb.seen, bytes.Clone(b[:n])), b[n:]
+			}
 			return
 		}
 	}
@@ -200,7 +219,7 @@ func (sb *setupBench) closeAll(tb testing.TB, fds []int) {
 // (bench/loadgen's RSS slope follows it); garbage-B/conn is the rest, what
 // raises the peak heap, and so the RSS, past it (GOGC=100).
 func BenchmarkConnectionSetup(b *testing.B) {
-	sb := newSetupBench(b)
+	sb := newSetupBench(b, nil)
 	// Warm up: pools, maps and the workers' buffers reach their steady size.
 	sb.closeAll(b, sb.connectN(b, 200))
 	var cost setupCost
@@ -240,7 +259,7 @@ func TestConnectionSetupAllocations(t *testing.T) {
 	if raceEnabled {
 		bound = 6000
 	}
-	sb := newSetupBench(t)
+	sb := newSetupBench(t, nil)
 	sb.closeAll(t, sb.connectN(t, conns)) // warm up: tables and pools grow to their size
 	c, fds := sb.measure(t, conns, make([]int, 0, conns))
 	sb.closeAll(t, fds)
