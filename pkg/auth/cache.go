@@ -29,10 +29,15 @@ import (
 //   - If the wrapped backend implements Notifier, the cache flushes itself on
 //     every change before any callback registered through Cache.OnChange
 //     runs, so a reloaded token file takes effect at once (D-1).
+//   - If the wrapped backend is Instant, so is the cache: a miss asks the
+//     backend on the caller's goroutine, with the caller's context, and
+//     there are no flights to merge (the backend answers at once).
 //
-// Cache implements Authenticator and Notifier. It is safe for concurrent use.
+// Cache implements Authenticator, Notifier and Instant. It is safe for
+// concurrent use.
 type Cache struct {
 	backend    Authenticator
+	instant    bool // IsInstant(backend)
 	ttl        time.Duration
 	maxEntries int
 	now        func() time.Time
@@ -83,6 +88,7 @@ func NewCache(a Authenticator, ttl time.Duration, maxEntries int, now func() tim
 		base:       base,
 		stop:       stop,
 		backend:    a,
+		instant:    IsInstant(a),
 		ttl:        ttl,
 		maxEntries: maxEntries,
 		now:        now,
@@ -131,6 +137,11 @@ func (c *Cache) Validate(ctx context.Context, token string) (*Grant, error) {
 	if c.closed {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: the token cache is closed", ErrUnavailable)
+	}
+	if c.instant {
+		gen := c.gen
+		c.mu.Unlock()
+		return c.validateInstant(ctx, key, token, gen)
 	}
 	f, ok := c.flights[key]
 	if !ok {
@@ -194,6 +205,25 @@ func (c *Cache) fly(ctx context.Context, f *flight, key [sha256.Size]byte, token
 	c.mu.Unlock()
 	close(f.done)
 }
+
+// validateInstant asks an Instant backend on the caller's goroutine and
+// stores a success, unless a Flush came in since gen was read (as fly
+// does).
+func (c *Cache) validateInstant(ctx context.Context, key [sha256.Size]byte, token string, gen uint64) (*Grant, error) {
+	g, err := c.validateRecover(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if gen == c.gen {
+		c.storeLocked(key, g, c.now())
+	}
+	c.mu.Unlock()
+	return g, nil
+}
+
+// Instant implements Instant: the backend's answer (IsInstant).
+func (c *Cache) Instant() bool { return c.instant }
 
 // validateRecover is validateBackend turning a panic into an error: the call
 // runs on a goroutine of the cache's own, where a panic would otherwise end
@@ -328,4 +358,5 @@ func (c *Cache) removeLocked(el *list.Element) {
 var (
 	_ Authenticator = (*Cache)(nil)
 	_ Notifier      = (*Cache)(nil)
+	_ Instant       = (*Cache)(nil)
 )

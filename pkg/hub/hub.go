@@ -39,6 +39,13 @@ type Config struct {
 	// refusal alone, never for a subscription that is taken, and must not
 	// block. nil means nobody is told.
 	OnTooManySubscriptions func(c *Conn, pattern string, first bool)
+	// TooManyFrame, when set, builds the answer to a subscription to
+	// pattern refused for MaxSubscriptions whose SubSpec has a Reply but no
+	// TooMany, on c's worker, when the refusal happens: the frame is made
+	// only for the subscribes that need it, not ahead for every one. It
+	// must not block. nil, or a SubSpec with TooMany set, keeps
+	// SubSpec.TooMany as the answer.
+	TooManyFrame func(c *Conn, pattern string) []byte
 	// HandshakeTimeout closes a connection that has not completed its HTTP
 	// upgrade (0 means 10 s, HTTP 408); AuthTimeout one that has not
 	// authenticated (0 means 30 s, close 4008, OQ-44); IdleTimeout one that

@@ -15,7 +15,7 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 			f(c, spec.Pattern, !c.capped) // counted before the client can read the answer
 		}
 		c.capped = true
-		w.reply(c, spec, spec.TooMany)
+		w.reply(c, spec, w.tooMany(c, spec))
 		w.unmark(c, spec)
 		return
 	}
@@ -110,6 +110,15 @@ func (w *worker) reply(c *Conn, spec *SubSpec, frame []byte) {
 		return
 	}
 	w.write(c, frame)
+}
+
+// tooMany is the answer to spec refused for MaxSubscriptions: its TooMany,
+// else, for a subscribe that is answered, Config.TooManyFrame's frame.
+func (w *worker) tooMany(c *Conn, spec *SubSpec) []byte {
+	if f := w.h.cfg.TooManyFrame; f != nil && spec.TooMany == nil && spec.Reply != nil {
+		return f(c, spec.Pattern)
+	}
+	return spec.TooMany
 }
 
 // detach removes s from the routing tables (or from its group) but not from

@@ -33,7 +33,8 @@ type SubSpec struct {
 	NoRetained bool
 	// Reply is the frame written once the subscription is in place (the
 	// `subscribed` frame), nil for restored subscriptions (§2.6). TooMany is
-	// written instead when the per-connection cap is reached.
+	// written instead when the per-connection cap is reached (when it is
+	// nil and Reply is not, the frame of Config.TooManyFrame).
 	Reply, TooMany []byte
 
 	ticket Ticket // the place of Reply or TooMany, reserved by Hub.Subscribe when Reply is set

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -51,8 +50,8 @@ func (s *Server) handshake(st *connState, b []byte) int {
 		return len(req)
 	}
 	line := req[:bytes.IndexByte(req, '\n')+1]
-	parts := bytes.Fields(line)
-	if len(parts) != 3 || !bytes.HasPrefix(parts[2], []byte("HTTP/")) {
+	parts, ok := requestLine(line)
+	if !ok || !bytes.HasPrefix(parts[2], []byte("HTTP/")) {
 		s.rejectRequest(st, 400, "malformed request line")
 		return len(req)
 	}
@@ -129,20 +128,21 @@ func (s *Server) upgradeWith(st *connState, req []byte, u ws.Upgrader) bool {
 			return nil
 		}
 	}
-	var resp bytes.Buffer
-	rw := struct {
-		io.Reader
-		io.Writer
-	}{bytes.NewReader(req), &resp}
+	rw := newUpgradeIO(req)
 	_, err := u.Upgrade(rw)
 	if err == nil && !secKeyValid(req) {
 		err = ws.ErrHandshakeBadSecKey
 	}
+	var resp []byte
+	if err == nil {
+		resp = rw.response()
+	}
+	rw.release()
 	if err != nil {
 		s.refuseUpgrade(st, err)
 		return false
 	}
-	st.write(resp.Bytes())
+	st.write(resp)
 	return true
 }
 

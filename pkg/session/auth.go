@@ -34,7 +34,7 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	}
 	if reason != "" {
 		p.refusedAuth(st, "auth", reason, err) // counted and logged once (log.go)
-		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, reason), Err: &wire.Error{Err: reason}})
+		writeAuthFailed(out, reason)
 		p.failedAuth(st, out)
 		return
 	}
@@ -58,13 +58,15 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 		specs, restored = p.restorable(g)
 	}
 	rs := p.attachSession(st, g, cmd, &restored) // resume.go
-	out.Write(Reply{Kind: KindAuthOK, Payload: wire.AppendAuthOK(nil, &wire.AuthOK{
+	s := getScratch()
+	out.Write(s.reply(KindAuthOK, wire.AppendAuthOK(s.b[:0], &wire.AuthOK{
 		ActorTokenID:    g.ActorTokenID,
 		ProjectID:       g.ProjectID,
 		ActorType:       g.ActorType,
 		ProtocolVersion: version,
 		Restored:        restored,
-	})})
+	})))
+	s.release()
 	p.resumeReplay(c, out, rs, specs) // first: it holds c's deliveries until the replay is out
 	for _, spec := range specs {
 		p.hub.Subscribe(c, spec)
@@ -92,7 +94,8 @@ func (p *Protocol) failedAuth(st *State, out Sink) {
 var errGone = errors.New("session: the connection went away during the backend call")
 
 // validate asks the auth backend about the token, with a context of c's
-// (calls.go: cancelled when c closes or the node shuts down); reason is ""
+// (calls.go: cancelled when c closes or the node shuts down; none for a
+// backend that answers from memory, auth.Instant); reason is ""
 // on success, else the `error` of the auth reply (wire-reference.md §2.4, OQ-29),
 // with the backend's error when it failed (logged once by the caller), or
 // errGone when c went away meanwhile. A grant whose token is past the
@@ -102,7 +105,7 @@ func (p *Protocol) validate(c *hub.Conn, cmd *wire.Command) (*auth.Grant, string
 	if !cmd.TokenIsString {
 		return nil, wire.ErrAccessDenied, nil
 	}
-	ctx, cancel := p.calls.start(c, authTimeout)
+	ctx, cancel := p.calls.startUnless(auth.IsInstant(p.cfg.Auth), c, authTimeout)
 	began := time.Now()
 	g, err := p.cfg.Auth.Validate(ctx, cmd.Token)
 	if gone := p.calls.end(c, ctx, cancel); err != nil && (gone || p.ctx.Err() != nil) {

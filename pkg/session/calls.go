@@ -112,11 +112,27 @@ func (k *calls) start(c *hub.Conn, d time.Duration) (context.Context, context.Ca
 	return ctx, cancel
 }
 
+// startUnless is start, but for a call that answers from memory (instant:
+// an auth.Instant backend's), which gets the calls' parent context, with
+// neither deadline nor cancellation, and is not registered: no context,
+// timer or entry is made for it, and there is never anything to cancel.
+// end takes its nil cancel function.
+func (k *calls) startUnless(instant bool, c *hub.Conn, d time.Duration) (context.Context, context.CancelFunc) {
+	if instant {
+		return k.values, nil
+	}
+	return k.start(c, d)
+}
+
 // end unregisters the call of ctx (from start) and releases its context. It
 // reports whether the call was cancelled because c went away (closed, its
 // peer hung up) or the node is stopping, so that its outcome is not taken
-// for the backend's.
+// for the backend's. A nil cancel is an instant call (startUnless): never
+// registered, never cancelled.
 func (k *calls) end(c *hub.Conn, ctx context.Context, cancel context.CancelFunc) (gone bool) {
+	if cancel == nil {
+		return false
+	}
 	cancel()
 	s := k.shard(c)
 	s.mu.Lock()

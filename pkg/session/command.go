@@ -27,8 +27,7 @@ func (p *Protocol) Handle(st *State, out Sink, cmd *wire.Command) {
 	}
 	switch cmd.Type {
 	case "auth":
-		out.Write(Reply{Kind: KindAuthFailed, Payload: wire.AppendAuthFailed(nil, wire.ErrAlreadyAuthenticated),
-			Err: &wire.Error{Err: wire.ErrAlreadyAuthenticated}})
+		writeAuthFailed(out, wire.ErrAlreadyAuthenticated)
 	case "reauth":
 		p.reauth(st, out, cmd)
 	case "subscribe":
@@ -72,7 +71,7 @@ func (p *Protocol) Handle(st *State, out Sink, cmd *wire.Command) {
 // it closes the connection with 1008 too_many_errors.
 func (p *Protocol) Refuse(st *State, out Sink, e *wire.Error) {
 	if n, _ := p.countError(st, out); n <= p.cfg.ErrorFrameLimit {
-		out.Write(errorReply(e))
+		writeError(out, e)
 	}
 }
 
@@ -88,7 +87,7 @@ func (p *Protocol) badRequest(st *State, out Sink, detail string) {
 // answered further.
 func (p *Protocol) answerError(st *State, out Sink, e *wire.Error) {
 	if _, closed := p.countError(st, out); !closed {
-		out.Write(errorReply(e))
+		writeError(out, e)
 	}
 }
 

@@ -194,14 +194,16 @@ func New(cfg Config) (*Protocol, error) {
 }
 
 // HubConfig returns hc with the hooks the session answers set: the logger,
-// Revalidate, OnClose, OnClosing, OnTooManySubscriptions and, on a node of
-// a cluster, the broker's interest hooks. The other fields are hc's.
+// Revalidate, OnClose, OnClosing, OnTooManySubscriptions, TooManyFrame and,
+// on a node of a cluster, the broker's interest hooks. The other fields are
+// hc's.
 func (p *Protocol) HubConfig(hc hub.Config) hub.Config {
 	hc.Logger = p.cfg.Logger
 	hc.Revalidate = p.revalidate
 	hc.OnClose = p.closed
 	hc.OnClosing = p.calls.closing
 	hc.OnTooManySubscriptions = p.tooManySubscriptions
+	hc.TooManyFrame = tooManyFrame
 	if p.cfg.Durable != nil {
 		hc.OnDurableInterest = p.cfg.Durable.Interest
 	}

@@ -45,7 +45,8 @@ type Reply struct {
 // Framer builds a connection's frames in its transport's encoding.
 type Framer interface {
 	// Frame returns the complete frame of r, nil for nothing; it must not
-	// keep or modify r.Payload. It is called on the connection's reader
+	// modify r.Payload, nor keep r.Payload or r.Err once it returns (the
+	// session builds them in a buffer it reuses). It is called on the connection's reader
 	// for the replies to the command being handled, so a transport may use
 	// that command's context (an MQTT Packet Identifier, the requested
 	// QoS), and from workers and other goroutines for the frames only they
@@ -64,6 +65,7 @@ type Sink interface {
 	// Write queues r to the connection now, behind the replies workers
 	// still owe it (hub.Conn.ExpectReply: replies keep request order,
 	// wire-reference.md §3.3), to be flushed when the read callback returns.
+	// As with Frame, r.Payload and r.Err are not kept once it returns.
 	Write(r Reply)
 	// Disconnect closes the connection for d behind the replies owed and what
 	// is queued; the transport ignores the rest of its input.

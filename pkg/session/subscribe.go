@@ -58,13 +58,28 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	if st.resume&resumeLive != 0 && p.resume.Resubscribe(c, spec.Pattern) {
 		spec.NoRetained = true // a restored subscription: its retained message came before the drop or is in the replay
 	}
-	spec.Reply = out.Frame(Reply{Kind: KindSubscribed, Payload: wire.AppendSubscribed(nil, cmd.Topic, cmd.LoadBalance)})
-	spec.TooMany = out.Frame(errorReply(&wire.Error{Err: wire.ErrTooManySubscriptions,
-		Topic: cmd.Topic, HasTopic: true, Detail: DetailTooManySubscriptions})) // counted and logged by the worker (tooManySubscriptions)
+	s := getScratch()
+	spec.Reply = out.Frame(s.reply(KindSubscribed, wire.AppendSubscribed(s.b[:0], cmd.Topic, cmd.LoadBalance)))
+	s.release()
+	// spec.TooMany is left nil: the worker builds the refusal when the cap
+	// is hit (tooManyFrame), and counts and logs it (tooManySubscriptions).
 	p.hub.Subscribe(c, spec)
 	p.noteSubscribed(st, spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
 	p.hydrate(c, out, g, res, cmd.Topic)
+}
+
+// tooManyFrame is hub.Config.TooManyFrame: the too_many_subscriptions
+// error answering a subscribe to pattern that c's worker refused for
+// hub.Config.MaxSubscriptions, in c's encoding (nil when its transport
+// builds no frames). The pattern is the one the client sent (SubSpec.Pattern).
+func tooManyFrame(c *hub.Conn, pattern string) []byte {
+	f, ok := c.Transport().(Framer)
+	if !ok {
+		return nil
+	}
+	return errorFrame(f, &wire.Error{Err: wire.ErrTooManySubscriptions,
+		Topic: pattern, HasTopic: true, Detail: DetailTooManySubscriptions})
 }
 
 // roomAccessTimeout bounds the subscribe cache-miss fallback call
@@ -141,7 +156,9 @@ func (p *Protocol) unsubscribe(st *State, out Sink, cmd *wire.Command) {
 		return
 	}
 	c := st.Conn
-	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(Reply{Kind: KindUnsubscribed, Payload: wire.AppendUnsubscribed(nil, cmd.Topic)}))
+	s := getScratch()
+	p.hub.Unsubscribe(c, cmd.Topic, out.Frame(s.reply(KindUnsubscribed, wire.AppendUnsubscribed(s.b[:0], cmd.Topic))))
+	s.release()
 	if st.resume&resumeLive != 0 {
 		p.resume.Unsubscribed(c, cmd.Topic)
 	}
@@ -170,8 +187,10 @@ func (p *Protocol) setFilters(st *State, out Sink, cmd *wire.Command) {
 		raw = append([]byte(nil), cmd.Filters.Raw...)
 	}
 	c := st.Conn
-	ok := out.Frame(Reply{Kind: KindFiltersUpdated, Payload: wire.AppendFiltersUpdated(nil, cmd.Topic, raw)})
-	notSub := out.Frame(errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	s := getScratch()
+	ok := out.Frame(s.reply(KindFiltersUpdated, wire.AppendFiltersUpdated(s.b[:0], cmd.Topic, raw)))
+	notSub := out.Frame(s.errorReply(&wire.Error{Err: wire.ErrNotSubscribed, Topic: cmd.Topic, HasTopic: true}))
+	s.release()
 	p.hub.SetFilters(c, cmd.Topic, filters, ok, notSub)
 	if st.resume&resumeLive != 0 {
 		p.resume.FiltersSet(c, cmd.Topic, filters)

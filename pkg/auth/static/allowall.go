@@ -88,6 +88,9 @@ func devGrant(actor string) *auth.Grant {
 	return g
 }
 
+// Instant implements auth.Instant: AllowAll answers from memory.
+func (AllowAll) Instant() bool { return true }
+
 // RuleSets returns the one rule list of every grant (auth.RuleLister): any
 // topic t of an internal publish is routed to "dev-app/<t>", unless t is
 // already such a key.
@@ -96,4 +99,5 @@ func (AllowAll) RuleSets() ([]acl.Rules, bool) { return []acl.Rules{devRules}, t
 var (
 	_ auth.Authenticator = AllowAll{}
 	_ auth.RuleLister    = AllowAll{}
+	_ auth.Instant       = AllowAll{}
 )

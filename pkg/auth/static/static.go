@@ -155,6 +155,10 @@ func (s *Static) Revalidate(_ context.Context, actorTokenID string) (*auth.Grant
 	return nil, auth.ErrDenied
 }
 
+// Instant implements auth.Instant: Validate and Revalidate look the token
+// set in force up in memory.
+func (s *Static) Instant() bool { return true }
+
 // RuleSets returns the distinct rule lists of the tokens in force
 // (auth.RuleLister), for POST /internal/publish; ok is always true.
 func (s *Static) RuleSets() ([]acl.Rules, bool) { return s.set.Load().rules, true }
@@ -318,4 +322,5 @@ func (s *Static) load(trigger string) (*tokenSet, fileStamp, []string, error) {
 var (
 	_ auth.Authenticator = (*Static)(nil)
 	_ auth.Notifier      = (*Static)(nil)
+	_ auth.Instant       = (*Static)(nil)
 )
