@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"net"
 	"runtime"
 	"syscall"
@@ -261,11 +262,19 @@ func TestConnectionSetupAllocations(t *testing.T) {
 	}
 	sb := newSetupBench(t, nil)
 	sb.closeAll(t, sb.connectN(t, conns)) // warm up: tables and pools grow to their size
-	c, fds := sb.measure(t, conns, make([]int, 0, conns))
-	sb.closeAll(t, fds)
-	perConn := float64(c.bytes) / conns
-	t.Logf("%.0f B/conn, %.1f allocs/conn, %.0f live B/conn", perConn, float64(c.allocs)/conns, float64(c.live)/conns)
-	if perConn > bound {
-		t.Errorf("setting up a connection allocates %.0f bytes, want at most %.0f", perConn, bound)
+	// The counters are the process's: what an earlier test of the package
+	// still winds down (thousands of sockets closing) is counted too, and
+	// only ever adds. So the least of up to 5 measurements is the figure,
+	// and it must be under the bound.
+	least := math.Inf(1)
+	for try := 0; try < 5 && least > bound; try++ {
+		c, fds := sb.measure(t, conns, make([]int, 0, conns))
+		sb.closeAll(t, fds)
+		perConn := float64(c.bytes) / conns
+		t.Logf("%.0f B/conn, %.1f allocs/conn, %.0f live B/conn", perConn, float64(c.allocs)/conns, float64(c.live)/conns)
+		least = min(least, perConn)
+	}
+	if least > bound {
+		t.Errorf("setting up a connection allocates %.0f bytes (the least of 5 measurements), want at most %.0f", least, bound)
 	}
 }
