@@ -161,11 +161,30 @@ func (c *Conn) Transport() Transport { return c.t }
 func (c *Conn) EncodingID() uint8 { return c.enc }
 
 // Phase returns the connection's lifecycle phase.
-func (c *Conn) Phase() Phase { return Phase(c.phase.Load()) }
+func (c *Conn) Phase() Phase { return Phase(c.phase.Load() &^ phaseHungUp) }
+
+// phaseHungUp is the bit of Conn.phase that MarkHungUp sets, above every
+// Phase: the mark costs the connection no field of its own.
+const phaseHungUp = 1 << 31
+
+// MarkHungUp records that c's peer went away while its reader may still
+// run (the session's Hangup); it never blocks, and the mark stays for the
+// life of c. SetPhase keeps it.
+func (c *Conn) MarkHungUp() { c.phase.Or(phaseHungUp) }
+
+// HungUp reports whether MarkHungUp was called for c.
+func (c *Conn) HungUp() bool { return c.phase.Load()&phaseHungUp != 0 }
 
 // SetPhase records a lifecycle step (the reactor calls it after the upgrade
 // and after a successful auth).
-func (c *Conn) SetPhase(p Phase) { c.phase.Store(uint32(p)) }
+func (c *Conn) SetPhase(p Phase) {
+	for {
+		old := c.phase.Load()
+		if c.phase.CompareAndSwap(old, old&phaseHungUp|uint32(p)) {
+			return
+		}
+	}
+}
 
 // Session returns the authenticated session, or nil before auth.
 func (c *Conn) Session() *Session { return c.sess.Load() }

@@ -360,18 +360,40 @@ func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.CloseNow(d) }
 // Subscribe adds or replaces c's subscription to spec.Pattern on c's worker
 // and then writes spec.Reply (wire-reference.md §3.3 step 5: re-subscribing
 // replaces the old subscription, which is also how it switches mode). A
-// non-nil Reply counts as an expected reply (Conn.ExpectReply).
+// non-nil Reply counts as an expected reply (Conn.ExpectReply). Subscribe
+// copies *spec (into a pooled SubSpec its worker gives back once the
+// subscription is handled) and keeps no reference to it: the caller may
+// reuse spec, and a spec on the caller's stack stays there.
 func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
-	if spec.Reply != nil {
-		spec.ticket = c.ExpectReply()
+	s := getSpec()
+	*s = *spec
+	if s.Reply != nil {
+		s.ticket = c.ExpectReply()
 	}
 	if h.in != nil {
 		// The worker that will hold the interest gets publications from
 		// now on, even those handed over before it handles this op.
-		spec.marked = true
-		h.in.mark(h.interestWorker(c, spec), spec.Key, spec.Wildcard)
+		s.marked = true
+		h.in.mark(h.interestWorker(c, s), s.Key, s.Wildcard)
 	}
-	c.w.post(op{kind: opSubscribe, c: c, spec: spec})
+	c.w.post(op{kind: opSubscribe, c: c, spec: s})
+}
+
+// specPool holds the SubSpecs of Hub.Subscribe's and Hub.SetFilters's ops.
+// One is owned by the op from getSpec until its worker has handled it and
+// calls putSpec; nothing keeps a reference past that (worker.subscribe
+// copies what it needs later), so the race detector sees any use after
+// the hand-back as a race with the next owner's copy.
+var specPool = sync.Pool{New: func() any { return new(SubSpec) }}
+
+// getSpec takes a zeroed SubSpec from specPool.
+func getSpec() *SubSpec { return specPool.Get().(*SubSpec) }
+
+// putSpec zeroes s (dropping its strings and frames) and gives it back to
+// specPool; s must not be used afterwards.
+func putSpec(s *SubSpec) {
+	*s = SubSpec{}
+	specPool.Put(s)
 }
 
 // Unsubscribe removes c's subscription to pattern, if any, then writes reply
@@ -388,8 +410,9 @@ func (h *Hub) Unsubscribe(c *Conn, pattern string, reply []byte) {
 // expected reply.
 func (h *Hub) SetFilters(c *Conn, pattern string, filters []string, ok, notSub []byte) {
 	t := c.ExpectReply()
-	c.w.post(op{kind: opSetFilters, c: c, pattern: pattern, filters: filters, reply: ok, ticket: t,
-		spec: &SubSpec{TooMany: notSub}})
+	s := getSpec()
+	s.TooMany = notSub
+	c.w.post(op{kind: opSetFilters, c: c, pattern: pattern, filters: filters, reply: ok, ticket: t, spec: s})
 }
 
 // Run calls fn(c) on c's worker, where it may use the worker-only methods of

@@ -1,6 +1,9 @@
 package hub
 
-// subscribe adds or replaces c's subscription to spec.Pattern.
+// subscribe adds or replaces c's subscription to spec.Pattern. It keeps
+// no reference to spec once it returns (what a later step needs is copied:
+// into the group member, into afterInterest's closure), so the op handler
+// gives Hub.Subscribe's pooled spec back right after (putSpec).
 func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	if c.idx < 0 {
 		w.reply(c, spec, nil)
@@ -37,10 +40,11 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 			w.settle(s.key, s.wildcard)
 		}
 		if first && w.h.cfg.InterestReady != nil {
-			w.afterInterest("", s.key, s.wildcard, func() { w.confirm(c, spec, s) })
+			answered, reply, t, noRetained := spec.Reply != nil, spec.Reply, spec.ticket, spec.NoRetained
+			w.afterInterest("", s.key, s.wildcard, func() { w.confirm(c, s, answered, reply, t, noRetained) })
 			return
 		}
-		w.confirm(c, spec, s) // no closure: nothing allocated on the common path
+		w.confirm(c, s, spec.Reply != nil, spec.Reply, spec.ticket, spec.NoRetained) // no closure: nothing allocated on the common path
 		return
 	}
 	s.x.m = &member{c: c, pattern: spec.Pattern, key: spec.Key, group: spec.Group,
@@ -49,11 +53,17 @@ func (w *worker) subscribe(c *Conn, spec *SubSpec) {
 	w.h.groupWorker(spec.Group).post(op{kind: opMemberAdd, member: s.x.m})
 }
 
-// confirm writes the reply of subscription s and then, unless spec asks
-// for none, the retained messages it matches (if s is still c's).
-func (w *worker) confirm(c *Conn, spec *SubSpec, s *sub) {
-	w.reply(c, spec, spec.Reply)
-	if !spec.NoRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
+// confirm writes reply, the reply of subscription s (as the answer to
+// ticket t when answered, see reply), and then, unless noRetained, the
+// retained messages it matches (if s is still c's). It takes its spec's
+// fields, not the spec, which subscribe does not keep.
+func (w *worker) confirm(c *Conn, s *sub, answered bool, reply []byte, t Ticket, noRetained bool) {
+	if answered {
+		w.answer(c, t, reply)
+	} else {
+		w.write(c, reply)
+	}
+	if !noRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
 		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters(), s.qos)
 	}
 }

@@ -243,6 +243,7 @@ func (w *worker) handle(o *op) {
 		w.unregister(o.c)
 	case opSubscribe:
 		w.subscribe(o.c, o.spec)
+		putSpec(o.spec) // Hub.Subscribe's copy: subscribe kept no reference
 	case opUnsubscribe:
 		w.unsubscribe(o.c, o.pattern)
 		w.answer(o.c, o.ticket, o.reply)
@@ -252,6 +253,7 @@ func (w *worker) handle(o *op) {
 		o.c.closeWith(o.close)
 	case opSetFilters:
 		w.setFilters(o.c, o.pattern, o.filters, o.reply, o.ticket, o.spec)
+		putSpec(o.spec) // Hub.SetFilters's: setFilters kept no reference
 	case opMemberFilters:
 		o.member.filters = o.filters
 		w.answer(o.member.c, o.ticket, o.reply)

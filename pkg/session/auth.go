@@ -52,7 +52,7 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	if f := p.cfg.OnAuthenticated; f != nil {
 		f(c)
 	}
-	var specs []*hub.SubSpec
+	var specs []hub.SubSpec
 	restored := []wire.Restored{}
 	if cmd.Reconnect {
 		specs, restored = p.restorable(g)
@@ -68,9 +68,9 @@ func (p *Protocol) authenticate(st *State, out Sink, cmd *wire.Command) {
 	})))
 	s.release()
 	p.resumeReplay(c, out, rs, specs) // first: it holds c's deliveries until the replay is out
-	for _, spec := range specs {
-		p.hub.Subscribe(c, spec)
-		p.noteSubscribed(st, spec)
+	for i := range specs {
+		p.hub.Subscribe(c, &specs[i])
+		p.noteSubscribed(st, &specs[i])
 	}
 	if ce := p.log.Check(zap.DebugLevel, "authenticated"); ce != nil {
 		ce.Write(LogFields(c, zap.Int("protocol_version", version))...)
@@ -129,8 +129,8 @@ func (p *Protocol) validate(c *hub.Conn, cmd *wire.Command) (*auth.Grant, string
 // restorable turns the grant's activeSubscriptions into subscriptions
 // (wire-reference.md §2.6, OQ-53): each is checked against the grants again and
 // skipped silently when refused; no `subscribed` frames are sent.
-func (p *Protocol) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
-	specs := []*hub.SubSpec{}
+func (p *Protocol) restorable(g *auth.Grant) ([]hub.SubSpec, []wire.Restored) {
+	specs := []hub.SubSpec{}
 	restored := []wire.Restored{}
 	for _, a := range g.ActiveSubscriptions {
 		if topic.ValidateSubscribe(a.Pattern) != nil {
@@ -148,7 +148,7 @@ func (p *Protocol) restorable(g *auth.Grant) ([]*hub.SubSpec, []wire.Restored) {
 		if a.LoadBalance {
 			spec.LoadBalance = true
 			spec.Group = groupName(g, res.AppID, a.LoadBalanceGroup)
-			spec.Durable = p.durable(g, spec)
+			spec.Durable = p.durable(g, &spec)
 		}
 		specs = append(specs, spec)
 		restored = append(restored, wire.Restored{Name: a.Pattern, LoadBalance: a.LoadBalance,
@@ -169,18 +169,18 @@ func filterItems(values []string) []wire.FilterItem {
 func grantOf(sess *hub.Session) *auth.Grant { return sess.Grant.(*auth.Grant) }
 
 // resolveSub applies scope injection, the grant check and topic resolution
-// to a subscribe pattern (wire-reference.md §3.3 steps 1–3). spec is nil unless
+// to a subscribe pattern (wire-reference.md §3.3 steps 1–3). spec is zero unless
 // the decision is acl.Allowed.
-func resolveSub(g *auth.Grant, pattern string) (spec *hub.SubSpec, res acl.Resolution, d acl.Decision) {
+func resolveSub(g *auth.Grant, pattern string) (spec hub.SubSpec, res acl.Resolution, d acl.Decision) {
 	eff := g.Rules.EffectivePattern(pattern, g.ScopeSlug, acl.OpSubscribe)
 	if d = g.Rules.Check(eff, acl.OpSubscribe); d != acl.Allowed {
-		return nil, res, d
+		return spec, res, d
 	}
 	res, ok := g.Rules.Resolve(eff)
 	if !ok {
-		return nil, res, acl.DeniedNoRule
+		return spec, res, acl.DeniedNoRule
 	}
-	return &hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res, d
+	return hub.SubSpec{Pattern: pattern, Key: res.Key, Wildcard: topic.HasWildcard(eff)}, res, d
 }
 
 // groupName is the load-balancing group of a subscription:

@@ -30,9 +30,10 @@ const callShardKeep = 8
 //     hub.Conn.Closing and is cancelled at once;
 //   - the peer hung up while the reader is still in its call (the
 //     transport's OnDisconnect → Protocol.Hangup → hangup): the call in
-//     flight is cancelled, and the connection is marked so that a call its
-//     reader starts later is cancelled at once; the mark is dropped when
-//     the session lets go of the connection (forget, on its worker);
+//     flight is cancelled, and the connection is marked
+//     (hub.Conn.MarkHungUp, a bit of the connection's own, so a hang-up
+//     with nothing in flight adds no entry here) so that a call its
+//     reader starts later is cancelled at once;
 //   - the base context ends (Protocol.Stop, or the embedder cancelling
 //     Config.Context → cancelAll): every call in flight is cancelled, and
 //     one started later at once.
@@ -56,14 +57,12 @@ type callShard struct {
 	peak int // the most entries m held since it was made
 }
 
-// call is one connection's entry: the call in flight (ctx, cancel), or the
-// mark of a hung-up connection (hungUp; then ctx is nil unless a call is in
-// flight too). gone reports that the call was cancelled because its
-// connection went away or the node is stopping.
+// call is one connection's entry: the call in flight (ctx, cancel). gone
+// reports that the call was cancelled because its connection went away
+// (closing, hung up) or the node is stopping.
 type call struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	hungUp bool
 	gone   bool
 }
 
@@ -99,9 +98,10 @@ func (k *calls) start(c *hub.Conn, d time.Duration) (context.Context, context.Ca
 	ctx, cancel := context.WithTimeout(k.values, d)
 	s := k.shard(c)
 	s.mu.Lock()
-	e := s.m[c]
-	e.ctx, e.cancel = ctx, cancel
-	e.gone = e.hungUp
+	// The mark is read under the shard's lock, which hangup takes to set
+	// it: a hang-up before this point is seen here, one after it finds the
+	// entry.
+	e := call{ctx: ctx, cancel: cancel, gone: c.HungUp()}
 	s.put(c, e)
 	s.mu.Unlock()
 	// After the entry is in: a close decided, or a base ended, before this
@@ -141,11 +141,7 @@ func (k *calls) end(c *hub.Conn, ctx context.Context, cancel context.CancelFunc)
 		gone = true // forgotten meanwhile: the connection is closed
 	case e.ctx == ctx:
 		gone = e.gone
-		if e.hungUp {
-			s.m[c] = call{hungUp: true}
-		} else {
-			s.remove(c)
-		}
+		s.remove(c)
 	}
 	s.mu.Unlock()
 	return gone
@@ -168,18 +164,20 @@ func (k *calls) closing(c *hub.Conn) {
 }
 
 // hangup is closing for a peer that went away while its reader may still
-// run: the mark makes a call started later cancelled at once, until forget.
+// run: the mark (hub.Conn.MarkHungUp, set under the shard's lock that start
+// reads it under) makes a call started later cancelled at once. Nothing is
+// added here: a connection with no call in flight costs no entry.
 func (k *calls) hangup(c *hub.Conn) {
 	s := k.shard(c)
 	s.mu.Lock()
-	e := s.m[c]
-	e.hungUp = true
-	if e.cancel != nil {
+	c.MarkHungUp()
+	e, ok := s.m[c]
+	if ok && e.cancel != nil {
 		e.gone = true
+		s.m[c] = e
 	}
-	s.put(c, e)
 	s.mu.Unlock()
-	if e.cancel != nil {
+	if ok && e.cancel != nil {
 		e.cancel()
 	}
 }
@@ -220,8 +218,7 @@ func (k *calls) cancelAll() {
 	}
 }
 
-// inFlight is the number of entries held (calls in flight and hung-up
-// marks not yet forgotten), for tests.
+// inFlight is the number of entries held (calls in flight), for tests.
 func (k *calls) inFlight() int {
 	n := 0
 	for i := range k.shards {

@@ -150,10 +150,10 @@ func (p *Protocol) noteSubscribed(st *State, spec *hub.SubSpec) {
 //
 // The backend's restored subscriptions, specs, then get no retained
 // message, which would come before replayStart.
-func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []*hub.SubSpec) {
+func (p *Protocol) resumeReplay(c *hub.Conn, out Sink, rs *resumed, specs []hub.SubSpec) {
 	if rs != nil && (rs.parked != nil || rs.stored != nil) {
-		for _, s := range specs {
-			s.NoRetained = true
+		for i := range specs {
+			specs[i].NoRetained = true
 		}
 	}
 	switch {

@@ -53,7 +53,7 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	if cmd.LoadBalance {
 		spec.LoadBalance = true
 		spec.Group = groupName(g, res.AppID, cmd.LoadBalanceGroup)
-		spec.Durable = p.durable(g, spec)
+		spec.Durable = p.durable(g, &spec)
 	}
 	if st.resume&resumeLive != 0 && p.resume.Resubscribe(c, spec.Pattern) {
 		spec.NoRetained = true // a restored subscription: its retained message came before the drop or is in the replay
@@ -63,8 +63,8 @@ func (p *Protocol) subscribe(st *State, out Sink, cmd *wire.Command) {
 	s.release()
 	// spec.TooMany is left nil: the worker builds the refusal when the cap
 	// is hit (tooManyFrame), and counts and logs it (tooManySubscriptions).
-	p.hub.Subscribe(c, spec)
-	p.noteSubscribed(st, spec)
+	p.hub.Subscribe(c, &spec) // copied: spec stays on this stack
+	p.noteSubscribed(st, &spec)
 	p.reportSubscription(g, control.ActionSubscribe, cmd.Topic, spec.LoadBalance, spec.Group, cmd.Filters)
 	p.hydrate(c, out, g, res, cmd.Topic)
 }
