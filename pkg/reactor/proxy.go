@@ -50,6 +50,15 @@ func (a *addrSocket) RemoteAddr() net.Addr {
 	return a.Socket.RemoteAddr()
 }
 
+// RemoteAddrPort is RemoteAddr as a netip.AddrPort (addrPorter): the
+// client's address once set, else the socket's peer's, without allocating.
+func (a *addrSocket) RemoteAddrPort() netip.AddrPort {
+	if p := a.addr.Load(); p != nil {
+		return p.AddrPort()
+	}
+	return addrPortOf(a.Socket)
+}
+
 // SetReadPaused passes the read pause on to netpoll's connection
 // (sockio.SetReadPaused).
 func (a *addrSocket) SetReadPaused(paused bool) error { return sockio.SetReadPaused(a.Socket, paused) }

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
@@ -88,6 +89,32 @@ func (s *Stream) Close() error { return s.sock.Close() }
 
 // RemoteAddr is the peer's address (hub.Conn.RemoteAddr, logs).
 func (s *Stream) RemoteAddr() net.Addr { return s.sock.RemoteAddr() }
+
+// RemoteAddrPort is the peer's IP address and port, what RemoteAddr gives
+// as a netip.AddrPort (the zero one if that is not a *net.TCPAddr), without
+// the *net.TCPAddr that RemoteAddr makes on every call for a socket netpoll
+// accepted (netpoll's RemoteAddrPort, third_party/netpoll/PATCH.md, edit 19).
+// The IP is as RemoteAddr's: not unmapped, and with the zone of a scoped
+// IPv6 address.
+func (s *Stream) RemoteAddrPort() netip.AddrPort { return addrPortOf(s.sock) }
+
+// addrPorter is a socket that gives its peer's address as a netip.AddrPort
+// without allocating: netpoll's accepted connections, and the wrappers here
+// that pass it through.
+type addrPorter interface {
+	RemoteAddrPort() netip.AddrPort
+}
+
+// addrPortOf is sock's RemoteAddrPort if it has one, else its RemoteAddr's.
+func addrPortOf(sock Socket) netip.AddrPort {
+	if a, ok := sock.(addrPorter); ok {
+		return a.RemoteAddrPort()
+	}
+	if a, ok := sock.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
+}
 
 // SetReadPaused implements hub.InputPauser: netpoll stops or resumes
 // reading the socket (sockio.SetReadPaused).

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -139,6 +140,10 @@ func newTLSSocket(sock Socket, cfg *tls.Config, stats *tlsStats) *tlsSocket {
 }
 
 // established reports whether the handshake is done.
+// RemoteAddrPort is the socket's peer's address (addrPorter), without
+// allocating; RemoteAddr is the embedded Socket's.
+func (t *tlsSocket) RemoteAddrPort() netip.AddrPort { return addrPortOf(t.Socket) }
+
 func (t *tlsSocket) established() bool { return t.state.Load() == tlsEstablished }
 
 // onClose runs from netpoll's close callback, before the descriptor is

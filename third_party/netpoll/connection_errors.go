@@ -56,6 +56,16 @@ func Exception(err error, suffix string) error {
 
 var _ net.Error = (*exception)(nil)
 
+// The errors of the close path, made once: their text holds nothing of the
+// call, and an exception is never changed, so every connection gets the same
+// value (Exception makes a new one per call).
+var (
+	errEOF             = Exception(ErrEOF, "")                  // ioread: the peer closed
+	errPeerCloseEOF    = Exception(ErrEOF, "peer close")        // onHup, to a waiting reader
+	errPeerCloseClosed = Exception(ErrConnClosed, "peer close") // onHup, to a waiting flush
+	errSelfClose       = Exception(ErrConnClosed, "self close") // onClose, to both
+)
+
 type exception struct {
 	no     syscall.Errno
 	suffix string

@@ -267,10 +267,15 @@ func (c *connection) Release() (err error) {
 		// poller's next read creates one with a node of c.maxSize (inputs).
 		// The poller is not booking now (do), and only it creates the buffer
 		// besides this goroutine.
+		// The buffer goes back to inputPool unless closeBuffer has just
+		// taken it (compare-and-swap: only one of them recycles it).
 		if in.Len() == 0 {
-			atomic.StorePointer(&c.inputBuffer, nil)
+			dropped := atomic.CompareAndSwapPointer(&c.inputBuffer, unsafe.Pointer(in), nil)
 			c.operator.done()
-			return in.Close()
+			if dropped {
+				freeInput(in)
+			}
+			return nil
 		}
 		c.operator.done()
 	}
@@ -470,6 +475,13 @@ var barrierPool = sync.Pool{
 
 // init initializes the connection with options
 func (c *connection) init(conn Conn, opts *options) (err error) {
+	c.initNetFD(conn) // conn must be *netFD{}
+	return c.initAccepted(opts)
+}
+
+// initAccepted is init for a connection whose netFD is already set (the
+// server's poller accepts into it).
+func (c *connection) initAccepted(opts *options) (err error) {
 	// init buffer, barrier, finalizer
 	c.bookSize, c.maxSize = clampInt32(defaultLinkBufferSize), clampInt32(defaultLinkBufferSize)
 	// Nothing is allocated here that the connection may never use: the input
@@ -477,8 +489,6 @@ func (c *connection) init(conn Conn, opts *options) (err error) {
 	// first write (writer), the write-vector block is taken by the first
 	// flush and the trigger channels by the first wait (waitTriggers).
 	c.state = connStateNone
-
-	c.initNetFD(conn) // conn must be *netFD{}
 	c.initFDOperator()
 
 	syscall.SetNonblock(c.fd, true)
@@ -561,12 +571,36 @@ func (c *connection) reader() *LinkBuffer {
 // empty read-only node if size is 0), unless another goroutine has just
 // created it.
 func (c *connection) newInput(size int) *LinkBuffer {
-	b := NewLinkBuffer(size)
+	b := newInputBuffer(size)
 	if atomic.CompareAndSwapPointer(&c.inputBuffer, nil, unsafe.Pointer(b)) {
 		return b
 	}
-	b.Close()
+	freeInput(b)
 	return c.input()
+}
+
+// inputPool holds the input buffers that Release dropped, closed (no nodes,
+// no length), for the next connection's read: a connection that drains its
+// input on every request would otherwise allocate a LinkBuffer per read.
+var inputPool sync.Pool
+
+// newInputBuffer returns an input buffer from inputPool, or a new one, with a
+// first node of size bytes (an empty read-only node if size is 0).
+func newInputBuffer(size int) *LinkBuffer {
+	b, _ := inputPool.Get().(*LinkBuffer)
+	if b == nil {
+		return NewLinkBuffer(size)
+	}
+	node := newLinkBufferNode(size)
+	b.head, b.read, b.flush, b.write = node, node, node, node
+	return b
+}
+
+// freeInput closes b, an input buffer no longer reachable from its connection
+// (Release or newInput took it out, or never stored it), and pools it.
+func freeInput(b *LinkBuffer) {
+	b.Close()
+	inputPool.Put(b)
 }
 
 // output returns the output buffer, nil before the first write.

@@ -19,6 +19,7 @@ package netpoll
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -226,84 +227,122 @@ func (c *connection) onProcess(onConnect OnConnect, onRequest OnRequest) (proces
 		return false
 	}
 
-	task := func() {
-		panicked := true
-		defer func() {
-			if !panicked {
-				return
-			}
-			// cannot use recover() here, since we don't want to break the panic stack
-			c.unlock(processing)
-			if c.IsActive() {
-				c.Close()
-			} else {
-				c.closeCallback(false, false)
-			}
-		}()
-		// trigger onConnect first
-		if onConnect != nil && c.changeState(connStateNone, connStateConnected) {
-			c.ctx = onConnect(c.ctx, c)
-			if !c.IsActive() && c.changeState(connStateConnected, connStateDisconnected) {
-				// since we hold connecting lock, so we should help to call onDisconnect here
-				onDisconnect := c.loadOnDisconnect()
-				if onDisconnect != nil {
-					onDisconnect(c.ctx, c)
-				}
-			}
-			c.unlock(connecting)
-		}
-	START:
-		// The `onRequest` must be executed at least once if conn have any readable data,
-		// which is in order to cover the `send & close by peer` case.
-		if onRequest != nil && c.Reader().Len() > 0 {
-			_ = onRequest(c.ctx, c)
-		}
-		// The processing loop must ensure that the connection meets `IsActive`.
-		// `onRequest` must either eventually read all the input data or actively Close the connection,
-		// otherwise the goroutine will fall into a dead loop.
-		var closedBy who
-		for {
-			closedBy = c.status(closing)
-			// close by user or not processable
-			if closedBy == user || onRequest == nil || c.Reader().Len() == 0 {
-				break
-			}
-			_ = onRequest(c.ctx, c)
-		}
-		// handling callback if connection has been closed.
-		if closedBy != none {
-			//  if closed by user when processing, it "may" needs detach
-			needDetach := closedBy == user
-			// Here is a conor case that operator will be detached twice:
-			//   If server closed the connection(client OnHup will detach op first and closeBy=poller),
-			//   and then client's OnRequest function also closed the connection(closeBy=user).
-			// But operator already prevent that detach twice will not cause any problem
-			c.closeCallback(false, needDetach)
-			panicked = false
-			return
-		}
-		c.unlock(processing)
-		// Note: Poller's closeCallback call will try to get processing lock failed but here already neer to unlock processing.
-		//       So here we need to check connection state again, to avoid connection leak
-		// double check close state
-		if c.status(closing) != 0 && c.lock(processing) {
-			// poller will get the processing lock failed, here help poller do closeCallback
-			// fd must already detach by poller
-			c.closeCallback(false, false)
-			panicked = false
-			return
-		}
-		// double check is processable
-		if onRequest != nil && c.Reader().Len() > 0 && c.lock(processing) {
-			goto START
-		}
-		// task exits
-		panicked = false
-	} // end of task closure func
-
-	// add new task
-	runner.RunTask(c.ctx, task)
+	// add new task: a pooled processTask, whose run is made once per
+	// processTask, so that handing the task over allocates nothing
+	t := processTasks.Get().(*processTask)
+	t.c, t.onConnect, t.onRequest = c, onConnect, onRequest
+	runner.RunTask(c.ctx, t.run)
 	return true
+}
+
+// processTask is the task onProcess hands to the runner: the connection and
+// the callbacks to run, and run, the method value t.process made once when
+// the processTask is created, in place of a closure made per onProcess call.
+type processTask struct {
+	c         *connection
+	onConnect OnConnect
+	onRequest OnRequest
+	run       func()
+}
+
+// processTasks holds the idle processTasks; its New is set by init (it
+// refers back to onProcess through process).
+var processTasks sync.Pool
+
+func init() {
+	processTasks.New = func() interface{} {
+		t := new(processTask)
+		t.run = t.process
+		return t
+	}
+}
+
+// process takes the connection and callbacks out of t, puts t back in
+// processTasks (the runner calls run once, and nothing here reads t again,
+// so another onProcess may use t while this one runs) and processes the
+// connection.
+func (t *processTask) process() {
+	c, onConnect, onRequest := t.c, t.onConnect, t.onRequest
+	t.c, t.onConnect, t.onRequest = nil, nil, nil
+	processTasks.Put(t)
+	c.process(onConnect, onRequest)
+}
+
+// process is onProcess's task: onConnect first, then onRequest while there is
+// input, with the processing lock held (onProcess took it).
+func (c *connection) process(onConnect OnConnect, onRequest OnRequest) {
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		// cannot use recover() here, since we don't want to break the panic stack
+		c.unlock(processing)
+		if c.IsActive() {
+			c.Close()
+		} else {
+			c.closeCallback(false, false)
+		}
+	}()
+	// trigger onConnect first
+	if onConnect != nil && c.changeState(connStateNone, connStateConnected) {
+		c.ctx = onConnect(c.ctx, c)
+		if !c.IsActive() && c.changeState(connStateConnected, connStateDisconnected) {
+			// since we hold connecting lock, so we should help to call onDisconnect here
+			onDisconnect := c.loadOnDisconnect()
+			if onDisconnect != nil {
+				onDisconnect(c.ctx, c)
+			}
+		}
+		c.unlock(connecting)
+	}
+START:
+	// The `onRequest` must be executed at least once if conn have any readable data,
+	// which is in order to cover the `send & close by peer` case.
+	if onRequest != nil && c.Reader().Len() > 0 {
+		_ = onRequest(c.ctx, c)
+	}
+	// The processing loop must ensure that the connection meets `IsActive`.
+	// `onRequest` must either eventually read all the input data or actively Close the connection,
+	// otherwise the goroutine will fall into a dead loop.
+	var closedBy who
+	for {
+		closedBy = c.status(closing)
+		// close by user or not processable
+		if closedBy == user || onRequest == nil || c.Reader().Len() == 0 {
+			break
+		}
+		_ = onRequest(c.ctx, c)
+	}
+	// handling callback if connection has been closed.
+	if closedBy != none {
+		//  if closed by user when processing, it "may" needs detach
+		needDetach := closedBy == user
+		// Here is a conor case that operator will be detached twice:
+		//   If server closed the connection(client OnHup will detach op first and closeBy=poller),
+		//   and then client's OnRequest function also closed the connection(closeBy=user).
+		// But operator already prevent that detach twice will not cause any problem
+		c.closeCallback(false, needDetach)
+		panicked = false
+		return
+	}
+	c.unlock(processing)
+	// Note: Poller's closeCallback call will try to get processing lock failed but here already neer to unlock processing.
+	//       So here we need to check connection state again, to avoid connection leak
+	// double check close state
+	if c.status(closing) != 0 && c.lock(processing) {
+		// poller will get the processing lock failed, here help poller do closeCallback
+		// fd must already detach by poller
+		c.closeCallback(false, false)
+		panicked = false
+		return
+	}
+	// double check is processable
+	if onRequest != nil && c.Reader().Len() > 0 && c.lock(processing) {
+		goto START
+	}
+	// task exits
+	panicked = false
 }
 
 // closeCallback .

@@ -19,6 +19,7 @@ package netpoll
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // ------------------------------------------ implement FDOperator ------------------------------------------
@@ -28,8 +29,8 @@ func (c *connection) onHup(p Poll) error {
 	if !c.closeBy(poller) {
 		return nil
 	}
-	c.triggerRead(Exception(ErrEOF, "peer close"))
-	c.triggerWrite(Exception(ErrConnClosed, "peer close"))
+	c.triggerRead(errPeerCloseEOF)
+	c.triggerWrite(errPeerCloseClosed)
 
 	// call Disconnect callback first
 	c.onDisconnect()
@@ -51,8 +52,8 @@ func (c *connection) onHup(p Poll) error {
 func (c *connection) onClose() error {
 	// user code close the connection
 	if c.closeBy(user) {
-		c.triggerRead(Exception(ErrConnClosed, "self close"))
-		c.triggerWrite(Exception(ErrConnClosed, "self close"))
+		c.triggerRead(errSelfClose)
+		c.triggerWrite(errSelfClose)
 		// Detach from poller when processing finished, otherwise it will cause race
 		c.closeCallback(true, true)
 		return nil
@@ -73,7 +74,12 @@ func (c *connection) closeBuffer() {
 	onRequest := c.loadOnRequest()
 	// if client close the connection, we cannot ensure that the poller is not process the buffer,
 	// so we need to check the buffer length, and if it's an "unclean" close operation, let's give up to reuse the buffer
-	if in := c.input(); in != nil && (in.Len() == 0 || onConnect != nil || onRequest != nil) {
+	// The buffer is taken out (compare-and-swap) before it is closed, so that
+	// a Release that drops it at the same time does not also recycle it
+	// (inputPool); a reader after this finds no buffer and creates an empty
+	// one (reader).
+	if in := c.input(); in != nil && (in.Len() == 0 || onConnect != nil || onRequest != nil) &&
+		atomic.CompareAndSwapPointer(&c.inputBuffer, unsafe.Pointer(in), nil) {
 		in.Close()
 	}
 	if out := c.output(); out == nil || out.Len() == 0 || onConnect != nil || onRequest != nil {

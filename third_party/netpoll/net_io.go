@@ -25,7 +25,7 @@ import "syscall"
 func ioread(fd int, bs [][]byte, ivs []syscall.Iovec) (n int, err error) {
 	n, err = readv(fd, bs, ivs)
 	if n == 0 && err == nil { // means EOF
-		return 0, Exception(ErrEOF, "")
+		return 0, errEOF
 	}
 	if err == syscall.EINTR || err == syscall.EAGAIN {
 		return 0, nil

@@ -99,12 +99,27 @@ func (ln *listener) Accept() (net.Conn, error) {
 		return ln.UDPAccept()
 	}
 	// tcp
+	var nfd netFD
+	ok, err := ln.accept(&nfd)
+	if !ok {
+		return nil, err
+	}
+	p := new(netFD)
+	*p = nfd
+	return p, nil
+}
+
+// accept accepts a TCP or Unix connection into nfd; ok is false, and err nil,
+// if there was none to accept. The server's poller accepts through it into
+// the new connection's netFD (server.OnRead), with nothing allocated for an
+// IP peer on Linux (sysAccept).
+func (ln *listener) accept(nfd *netFD) (ok bool, err error) {
 	ln.mu.RLock()
 	if ln.closed {
 		ln.mu.RUnlock()
-		return nil, syscall.EBADF
+		return false, syscall.EBADF
 	}
-	fd, sa, err := syscall.Accept(ln.fd)
+	fd, remote, err := sysAccept(ln.fd, &nfd.peer)
 	ln.mu.RUnlock()
 	if err != nil {
 		/* https://man7.org/linux/man-pages/man2/accept.2.html
@@ -116,18 +131,15 @@ func (ln *listener) Accept() (net.Conn, error) {
 		  portable application should check for both possibilities.
 		*/
 		if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK {
-			return nil, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
-	nfd := &netFD{}
 	nfd.fd = fd
 	nfd.localAddr = ln.addr
 	nfd.network = ln.addr.Network()
-	if !nfd.peer.set(sa) { // an IP address is kept, made into a net.Addr when asked for
-		nfd.remoteAddr = sockaddrToAddr(sa)
-	}
-	return nfd, nil
+	nfd.remoteAddr = remote // nil for an IP peer: kept in nfd.peer, made into a net.Addr when asked for
+	return true, nil
 }
 
 // TODO: UDPAccept Not implemented.

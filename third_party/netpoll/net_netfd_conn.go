@@ -19,6 +19,7 @@ package netpoll
 
 import (
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +81,23 @@ func (c *netFD) RemoteAddr() (addr net.Addr) {
 		return c.peer.addr()
 	}
 	return c.remoteAddr
+}
+
+// RemoteAddrPort returns the peer's IP address and port. For a connection
+// accepted by a listener of this package it is read from the address kept
+// (peerAddr), with no allocation unless it is a scoped IPv6 address (whose
+// zone is the interface's name, as in RemoteAddr); otherwise it is
+// RemoteAddr's, if that is a *net.TCPAddr, else the zero netip.AddrPort.
+// The IP is an IPv4 address for an IPv4 peer and an IPv6 one (possibly
+// IPv4-mapped) for an IPv6 peer, as RemoteAddr's IP is 4 or 16 bytes.
+func (c *netFD) RemoteAddrPort() netip.AddrPort {
+	if c.remoteAddr == nil && c.peer.family != 0 {
+		return c.peer.addrPort()
+	}
+	if a, ok := c.remoteAddr.(*net.TCPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // SetKeepAlive implements Conn.

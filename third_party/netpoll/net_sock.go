@@ -13,6 +13,7 @@ package netpoll
 import (
 	"context"
 	"net"
+	"net/netip"
 	"runtime"
 	"syscall"
 )
@@ -178,6 +179,22 @@ func (p *peerAddr) set(sa syscall.Sockaddr) bool {
 		return true
 	}
 	return false
+}
+
+// addrPort returns the address as a netip.AddrPort, the IP as addr makes it
+// (4 bytes for IPv4, 16 with the zone's interface name for IPv6), with no
+// allocation unless the address has a zone.
+func (p *peerAddr) addrPort() netip.AddrPort {
+	if p.family == 4 {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{p.ip[0], p.ip[1], p.ip[2], p.ip[3]}), p.port)
+	}
+	ip := netip.AddrFrom16(p.ip)
+	if p.zone != 0 {
+		if ifi, err := net.InterfaceByIndex(int(p.zone)); err == nil {
+			ip = ip.WithZone(ifi.Name)
+		}
+	}
+	return netip.AddrPortFrom(ip, p.port)
 }
 
 // addr returns the address as sockaddrToAddr returns it for the same

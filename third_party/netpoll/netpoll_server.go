@@ -20,6 +20,7 @@ package netpoll
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,12 +104,24 @@ func (s *server) Close(ctx context.Context) error {
 // OnRead implements FDOperator.
 func (s *server) OnRead(p Poll) error {
 	// accept socket
-	conn, err := s.ln.Accept()
-	if err == nil {
-		if conn != nil {
+	var err error
+	if ln, ok := s.ln.(*listener); ok && ln.pconn == nil {
+		// A TCP or Unix listener of this package: accepted into the new
+		// connection's netFD, not into a *netFD that init would copy.
+		var nfd netFD
+		if ok, err = ln.accept(&nfd); ok {
+			nconn := new(connection)
+			nconn.netFD = nfd
+			s.register(nconn, nil)
+		}
+	} else {
+		var conn net.Conn
+		if conn, err = s.ln.Accept(); err == nil && conn != nil {
 			s.onAccept(conn.(Conn))
 		}
-		// EAGAIN | EWOULDBLOCK if conn and err both nil
+	}
+	if err == nil {
+		// EAGAIN | EWOULDBLOCK if nothing was accepted and err is nil
 		return nil
 	}
 	logger.Printf("NETPOLL: accept conn failed: %v", err)
@@ -166,9 +179,18 @@ func (s *server) OnHup(p Poll) error {
 }
 
 func (s *server) onAccept(conn Conn) {
+	s.register(new(connection), conn)
+}
+
+// register initialises nconn for conn (nil: its netFD is already set, by
+// OnRead's accept), adds it to the server and triggers its onConnect.
+func (s *server) register(nconn *connection, conn Conn) {
 	// store & register connection
-	nconn := new(connection)
-	nconn.init(conn, s.opts)
+	if conn != nil {
+		nconn.init(conn, s.opts)
+	} else {
+		nconn.initAccepted(s.opts)
+	}
 	if !nconn.IsActive() {
 		return
 	}

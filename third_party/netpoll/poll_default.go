@@ -17,6 +17,8 @@
 
 package netpoll
 
+import "sync"
+
 func (p *defaultPoll) Alloc() (operator *FDOperator) {
 	op := p.opcache.alloc()
 	op.poll = p
@@ -43,14 +45,26 @@ func (p *defaultPoll) onhups() {
 	if len(p.hups) == 0 {
 		return
 	}
-	hups := p.hups
-	p.hups = nil
-	go func(onhups []hup) {
-		for i := range onhups {
-			onhups[i].run(p)
+	// The batch goes to the goroutine, and the poller carries on with the
+	// emptied slice of an earlier batch (hupBatches), so that the hang-ups
+	// of a Wait are collected without allocating once the slices are grown.
+	b := hupBatches.Get().(*hupBatch)
+	b.hups, p.hups = p.hups, b.hups[:0]
+	go func(b *hupBatch) {
+		for i := range b.hups {
+			b.hups[i].run(p)
+			b.hups[i] = hup{}
 		}
-	}(hups)
+		b.hups = b.hups[:0]
+		hupBatches.Put(b)
+	}(b)
 }
+
+// hupBatch holds the hang-ups of one Wait while onhups's goroutine runs them,
+// then, emptied, the slice that a poller collects the next ones in.
+type hupBatch struct{ hups []hup }
+
+var hupBatches = sync.Pool{New: func() interface{} { return new(hupBatch) }}
 
 // readall read all left data before close connection
 func readall(op *FDOperator, br barrier) (total int, err error) {
