@@ -137,6 +137,16 @@ func AddrOf(a net.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
+// AddrOfPort is AddrOf for a netip.AddrPort (hub.Conn.RemoteAddrPort,
+// reactor.Stream.RemoteAddrPort): the address unmapped and without a zone,
+// the zero Addr for the zero AddrPort. It allocates nothing.
+func AddrOfPort(ap netip.AddrPort) netip.Addr {
+	if !ap.IsValid() {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap().WithZone("")
+}
+
 // LoopbackHost reports whether host, a host name or address with or
 // without a port (a Host header, a listener's address), names the
 // loopback interface: "localhost", 127.0.0.0/8, ::1.

@@ -3,6 +3,7 @@ package edge
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,5 +218,27 @@ func TestLoopbackHost(t *testing.T) {
 		if got := LoopbackHost(host); got != want {
 			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+// TestAddrOfPortIsAddrOf: the address an accepted connection gives as a
+// netip.AddrPort counts against the same limits as the one it gives as a
+// *net.TCPAddr, and asking for it allocates nothing.
+func TestAddrOfPortIsAddrOf(t *testing.T) {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1", "fe80::1%eth0", "::1", "127.0.0.1"} {
+		ta := &net.TCPAddr{IP: net.ParseIP(strings.SplitN(s, "%", 2)[0]), Port: 5}
+		if i := strings.IndexByte(s, '%'); i >= 0 {
+			ta.Zone = s[i+1:]
+		}
+		if got, want := AddrOfPort(ta.AddrPort()), AddrOf(ta); got != want {
+			t.Errorf("%s: AddrOfPort gives %v, AddrOf %v", s, got, want)
+		}
+	}
+	if got := AddrOfPort(netip.AddrPort{}); got.IsValid() {
+		t.Errorf("the zero AddrPort gives %v, want the zero Addr", got)
+	}
+	ap := netip.MustParseAddrPort("[::ffff:192.0.2.1]:5")
+	if n := testing.AllocsPerRun(100, func() { _ = AddrOfPort(ap) }); n != 0 {
+		t.Errorf("AddrOfPort allocates %v times", n)
 	}
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -127,6 +128,20 @@ func (c *Conn) RemoteAddr() net.Addr {
 		return ra.RemoteAddr()
 	}
 	return nil
+}
+
+// RemoteAddrPort is RemoteAddr as a netip.AddrPort, without allocating when
+// the transport gives it so (reactor.Stream.RemoteAddrPort): the edge
+// limits ask for it at the accept, the authentication and the close of
+// every connection. The zero AddrPort when the transport knows no address.
+func (c *Conn) RemoteAddrPort() netip.AddrPort {
+	if ra, ok := c.t.(interface{ RemoteAddrPort() netip.AddrPort }); ok {
+		return ra.RemoteAddrPort()
+	}
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // OpenedAt returns when the connection was registered (accepted).

@@ -78,7 +78,7 @@ func (n *Node) selects(f ConnFilter, c *hub.Conn) bool {
 			return false
 		}
 	}
-	if f.Remote.IsValid() && !f.Remote.Contains(edge.AddrOf(c.RemoteAddr())) {
+	if f.Remote.IsValid() && !f.Remote.Contains(edge.AddrOfPort(c.RemoteAddrPort())) {
 		return false
 	}
 	return true

@@ -124,7 +124,7 @@ func (n *Node) closed(c *hub.Conn) {
 		return
 	}
 	if n.limits != nil {
-		n.limits.Closed(edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
+		n.limits.Closed(edge.AddrOfPort(c.RemoteAddrPort()), c.Phase() != hub.PhaseAuthed)
 	}
 	if k != KindHTTP {
 		n.obs.open[k].Add(-1)
@@ -155,9 +155,9 @@ func (n *Node) Admit(c *hub.Conn, addressPending bool) edge.Refusal {
 		return edge.Admitted
 	}
 	if addressPending {
-		return n.limits.AdmitDeferred(edge.AddrOf(c.RemoteAddr()))
+		return n.limits.AdmitDeferred(edge.AddrOfPort(c.RemoteAddrPort()))
 	}
-	return n.limits.Admit(edge.AddrOf(c.RemoteAddr()))
+	return n.limits.Admit(edge.AddrOfPort(c.RemoteAddrPort()))
 }
 
 // Readdress moves c, admitted under the address from, to its client
@@ -171,7 +171,7 @@ func (n *Node) Readdress(c *hub.Conn, from net.Addr) edge.Refusal {
 	if n.limits == nil {
 		return edge.Admitted
 	}
-	return n.limits.Readdress(edge.AddrOf(from), edge.AddrOf(c.RemoteAddr()), c.Phase() != hub.PhaseAuthed)
+	return n.limits.Readdress(edge.AddrOf(from), edge.AddrOfPort(c.RemoteAddrPort()), c.Phase() != hub.PhaseAuthed)
 }
 
 // Refused returns the connections the edge limits refused, by

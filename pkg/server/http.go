@@ -237,7 +237,7 @@ func (s *Server) forwardedFor(st *connState, req []byte) bool {
 	if len(tp) == 0 {
 		return true
 	}
-	peer := edge.AddrOf(st.RemoteAddr())
+	peer := edge.AddrOfPort(st.RemoteAddrPort())
 	if !tp.Trusts(peer) {
 		return true
 	}

@@ -21,7 +21,7 @@ func (h handler) Open(sock reactor.Socket) *connState {
 	st.Conn = h.s.hub.Register(st)
 	// The address's bounds wait for its client's address: a PROXY protocol
 	// header, or a trusted proxy's forwarding header (forwardedFor).
-	pending := st.AddressPending() || h.s.cfg.TrustedProxies.Trusts(edge.AddrOf(st.RemoteAddr()))
+	pending := st.AddressPending() || h.s.cfg.TrustedProxies.Trusts(edge.AddrOfPort(st.RemoteAddrPort()))
 	if r := h.s.node.Admit(st.Conn, pending); r != edge.Admitted {
 		h.s.refuseAtEdge(st, r)
 	}
