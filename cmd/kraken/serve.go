@@ -28,6 +28,7 @@ import (
 	"github.com/NoLagApp/kraken/pkg/control/httpcontrol"
 	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
+	"github.com/NoLagApp/kraken/pkg/memory"
 	"github.com/NoLagApp/kraken/pkg/metrics"
 	"github.com/NoLagApp/kraken/pkg/mqtt/listener"
 	"github.com/NoLagApp/kraken/pkg/node"
@@ -214,6 +215,11 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	if hist != nil {
 		comps = append(comps, hist)
 	}
+	var returner *memory.Returner // IDLE_MEMORY_RETURN: started with the reloader below
+	if cfg.IdleMemoryReturn {
+		returner = memory.New(memory.Config{Accepted: n.Hub().Accepted, Logger: log})
+		comps = append(comps, returner)
+	}
 	// POST /api/drain asks serve's goroutine to drain, as SIGUSR2 does;
 	// exit false keeps the process up, drained, until it is stopped.
 	// stopping is set once, by whichever comes first (SIGUSR2, a drain
@@ -237,6 +243,11 @@ func serve(ctx context.Context, cfg config.Config, log *zap.Logger, stderr io.Wr
 	defer func() { <-reloader }() // before backend.close
 	watcher := tc.watch(running)
 	defer func() { <-watcher }()
+	if returner != nil {
+		returned := make(chan struct{})
+		go func() { defer close(returned); returner.Run(running) }()
+		defer func() { <-returned }()
+	}
 	defer stopRunning() // before the waits above, on every return
 	log.Info("kraken started", zap.String("version", version), zap.Int("pid", os.Getpid()), zap.Int("workers", workers),
 		zap.String("auth_backend", cfg.AuthBackend), zap.Bool("record_messages", cfg.RecordMessages))

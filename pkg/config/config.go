@@ -258,7 +258,12 @@ type Config struct {
 	// durable with STORE_BACKEND=jetstream (DURABLE_GROUPS, false; a
 	// token's persistentSession does it for its own groups; decisions.md
 	// OQ-74).
-	DurableGroups     bool
+	DurableGroups bool
+	// IdleMemoryReturn gives the heap a burst of connections left free back
+	// to the operating system once no connection was accepted for half a
+	// second and it is worth a collection (IDLE_MEMORY_RETURN, true;
+	// pkg/memory).
+	IdleMemoryReturn  bool
 	ResumeMaxBytes    int
 	ResumeMaxSessions int
 	// RetainTTL is how long a retained message is kept (RETAIN_TTL_SECONDS,

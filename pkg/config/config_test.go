@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 		OutboundMaxBytes: 4194304, WriteTimeout: 30 * time.Second, MaxSubscriptions: 1000, ShutdownTimeout: 10 * time.Second,
 		DrainTimeout: 30 * time.Second,
 		StoreTTL:     time.Hour, StoreMaxMessages: 10000, RetainTTL: time.Hour,
-		ResumeExpiry: 120 * time.Second, ResumeMaxBytes: 1 << 20, ResumeMaxSessions: 100000,
+		ResumeExpiry: 120 * time.Second, ResumeMaxBytes: 1 << 20, ResumeMaxSessions: 100000, IdleMemoryReturn: true,
 		LogFormat: "json", LogLevel: "info",
 	}
 	if got := Defaults(); got != want {
@@ -130,6 +130,7 @@ func TestEveryVariableParses(t *testing.T) {
 		{"STORE_TTL_SECONDS", "60", func(c Config) bool { return c.StoreTTL == time.Minute }},
 		{"RESUME_SESSIONS", "true", func(c Config) bool { return c.ResumeSessions }},
 		{"DURABLE_GROUPS", "true", func(c Config) bool { return c.DurableGroups }},
+		{"IDLE_MEMORY_RETURN", "false", func(c Config) bool { return !c.IdleMemoryReturn }},
 		{"RESUME_EXPIRY_SECONDS", "30", func(c Config) bool { return c.ResumeExpiry == 30*time.Second }},
 		{"RESUME_MAX_BYTES", "4096", func(c Config) bool { return c.ResumeMaxBytes == 4096 }},
 		{"RESUME_MAX_SESSIONS", "10", func(c Config) bool { return c.ResumeMaxSessions == 10 }},

@@ -34,6 +34,8 @@ type Descs struct {
 	HistoryAppended, HistoryDropped, HistoryErrors, HistoryStored, HistoryStoredBytes *prometheus.Desc
 
 	DurableGroups, DurableDeliveries, DurablePending *prometheus.Desc
+
+	MemoryReturns, MemoryReturned *prometheus.Desc
 }
 
 func NewDescs() Descs {
@@ -129,6 +131,9 @@ func NewDescs() Descs {
 		DurableGroups:     n("durable_groups", "Durable load-balanced groups with members on this node (each fed from the history)."),
 		DurableDeliveries: n("durable_deliveries_total", "Durable groups' messages this node handed to a member, by how they were settled: acked (the member's ack), taken (the connection of a member that never acks stayed open 10 s after it), returned (given back to the store: the member's connection closed first, or no member here), filtered (no member here takes its filter: settled undelivered).", "result"),
 		DurablePending:    n("durable_pending", "Durable groups' messages handed to members here and not settled yet."),
+
+		MemoryReturns:  n("memory_returns_total", "Times the heap left free by a burst of 1,000 connections or more was given back to the operating system, once none was accepted for half a second (IDLE_MEMORY_RETURN)."),
+		MemoryReturned: n("memory_returned_bytes_total", "Bytes those returns gave back to the operating system."),
 	}
 }
 
@@ -151,5 +156,6 @@ func (d *Descs) All() []*prometheus.Desc {
 		d.Webhooks, d.WebhookRetries, d.ControlReports, d.ControlDropped, d.BlockedProjects, d.PendingProjects,
 		d.HistoryAppended, d.HistoryDropped, d.HistoryErrors, d.HistoryStored, d.HistoryStoredBytes,
 		d.DurableGroups, d.DurableDeliveries, d.DurablePending,
+		d.MemoryReturns, d.MemoryReturned,
 	}
 }
