@@ -10,20 +10,22 @@
 // for as long as it stays up (bench/RESULTS.md, "An idle connection in
 // 1 KB"). The Returner watches for the end of such a burst (no connection
 // accepted during one Interval) and then, when what could be given back is
-// worth it, runs runtime/debug.FreeOSMemory: one full collection, and every
-// free page released. A Returner is one goroutine and one ticker per
+// worth it, collects twice (runtime.GC, then runtime/debug.FreeOSMemory)
+// and releases every free page. A Returner is one goroutine and one ticker per
 // process, whatever the number of connections.
 //
 // The cost of a return is a collection of the live heap, so a return is
 // made only when the memory it can give back is at least Config.Fraction
-// of the live heap (and Config.MinBytes): at most about ten bytes marked
-// per byte given back, and only after a burst of Config.MinAccepts
-// connections or more. A broker that never goes quiet (a steady stream of
+// of the live heap (and Config.MinBytes): a return is two collections (the
+// first empties the sync.Pools into their victim caches, the second frees
+// them), so at most about twenty bytes are marked per byte given back, and
+// only after a burst of Config.MinAccepts connections or more. A broker that never goes quiet (a steady stream of
 // connects) is left to the runtime's own scavenger.
 package memory
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
@@ -175,6 +177,11 @@ func (r *Returner) Look() bool {
 	}
 	before := r.samples[3].Value.Uint64()
 	start := time.Now()
+	// Two collections: the first moves what the sync.Pools hold (the
+	// queues, buffers and tasks a burst took and gave back) to their
+	// victim caches, the second's frees them, and FreeOSMemory then gives
+	// every free page back.
+	runtime.GC()
 	debug.FreeOSMemory()
 	metrics.Read(r.samples)
 	after := r.samples[3].Value.Uint64()
