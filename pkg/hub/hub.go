@@ -257,13 +257,16 @@ type Hub struct {
 	cfg     Config
 	workers []*worker
 	nextID  atomic.Uint64
-	stats   counters
-	in      *interest // nil with more than maxInterestWorkers workers: every publication goes to every worker
-	flow    inflow
-	forms   forms // what Publish encodes before fanning out
-	wg      sync.WaitGroup
-	bg      sync.WaitGroup // revalidation goroutines
-	stop    chan struct{}
+	// accepted counts Register's connections alone (Accepted): an adopted
+	// one (Adopt) takes an ID but was not accepted.
+	accepted atomic.Uint64
+	stats    counters
+	in       *interest // nil with more than maxInterestWorkers workers: every publication goes to every worker
+	flow     inflow
+	forms    forms // what Publish encodes before fanning out
+	wg       sync.WaitGroup
+	bg       sync.WaitGroup // revalidation goroutines
+	stop     chan struct{}
 	// closeFrom is where CloseSome starts, moved on by each call.
 	closeFrom atomic.Uint32
 }
@@ -294,6 +297,7 @@ func (h *Hub) Start() {
 func (h *Hub) Register(t Transport) *Conn {
 	h.forms.register(t.Encoding())
 	id := h.nextID.Add(1)
+	h.accepted.Add(1)
 	now := time.Now().UnixNano()
 	c := &Conn{ID: id, t: t, enc: t.Encoding().ID(), qos1: qos1Capable(t), w: h.workers[id%uint64(len(h.workers))],
 		created: now, idx: -1}
@@ -363,7 +367,10 @@ func (h *Hub) CloseNow(c *Conn, d disconnect.Disconnect) { c.CloseNow(d) }
 // non-nil Reply counts as an expected reply (Conn.ExpectReply). Subscribe
 // copies *spec (into a pooled SubSpec its worker gives back once the
 // subscription is handled) and keeps no reference to it: the caller may
-// reuse spec, and a spec on the caller's stack stays there.
+// reuse spec, and a spec on the caller's stack stays there. What its
+// fields point to is shared, not copied: the subscription keeps
+// spec.Filters' array (and the strings), so the caller must not change
+// that array afterwards.
 func (h *Hub) Subscribe(c *Conn, spec *SubSpec) {
 	s := getSpec()
 	*s = *spec

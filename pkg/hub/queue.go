@@ -60,8 +60,18 @@ func (c *Conn) queueLocked(frame []byte) {
 	switch {
 	case len(frame) == 0:
 	case c.q != nil:
-		c.q.out = append(c.q.out, frame)
-		c.q.bytes += len(frame)
+		q := c.q
+		if q.head > 0 && len(q.out) == cap(q.out) {
+			// Full, with written slots at the front: move what waits to
+			// the front instead of growing, so that the array is bounded
+			// by the frames waiting, not by every frame ever queued on a
+			// connection whose queue never empties.
+			n := copy(q.out, q.out[q.head:])
+			clear(q.out[n:])
+			q.out, q.head = q.out[:n], 0
+		}
+		q.out = append(q.out, frame)
+		q.bytes += len(frame)
 	case c.one[0] == nil:
 		c.one[0] = frame
 	default:

@@ -117,8 +117,10 @@ func (w *worker) ownStats() WorkerStats {
 }
 
 // Accepted returns the number of connections registered since New: every
-// accepted TCP connection, WebSocket or plain HTTP.
-func (h *Hub) Accepted() uint64 { return h.nextID.Load() }
+// accepted TCP connection, WebSocket, MQTT or plain HTTP (Register). The
+// parked connections of resumable and MQTT persistent sessions (Adopt)
+// are not counted.
+func (h *Hub) Accepted() uint64 { return h.accepted.Load() }
 
 // RemoteAddr returns the peer's address when the transport knows it
 // (netpoll connections do), else nil. Nothing is stored per connection for

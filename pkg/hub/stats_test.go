@@ -90,3 +90,36 @@ func TestWorkerStatsOfStoppedHub(t *testing.T) {
 		t.Fatalf("WorkerStats after Shutdown = %+v after %v", ws, time.Since(start))
 	}
 }
+
+// TestAcceptedCountsRegisteredConnectionsOnly: a connection adopted to
+// keep a session's subscriptions (Adopt) takes an ID but was not accepted,
+// so Accepted (kraken_connections_accepted_total, and what pkg/memory
+// watches for bursts of connects) does not count it.
+func TestAcceptedCountsRegisteredConnectionsOnly(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	h := New(Config{Workers: 2, Tick: time.Hour})
+	h.Start()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	}()
+	c := h.Register(devNull{int(f.Fd())})
+	adopted := make(chan *Conn, 1)
+	h.Run(c, func(c *Conn) { adopted <- c.Adopt(devNull{int(f.Fd())}, nil) })
+	select {
+	case n := <-adopted:
+		if n.ID <= c.ID {
+			t.Fatalf("adopted connection's ID %d, want one after %d", n.ID, c.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not run")
+	}
+	if got := h.Accepted(); got != 1 {
+		t.Fatalf("Accepted = %d after one Register and one Adopt, want 1", got)
+	}
+}

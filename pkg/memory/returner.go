@@ -19,8 +19,10 @@
 // of the live heap (and Config.MinBytes): a return is two collections (the
 // first empties the sync.Pools into their victim caches, the second frees
 // them), so at most about twenty bytes are marked per byte given back, and
-// only after a burst of Config.MinAccepts connections or more. A broker that never goes quiet (a steady stream of
-// connects) is left to the runtime's own scavenger.
+// only after a burst: Config.MinAccepts connections or more accepted
+// within Config.Window (1,000 in 5 s), then a quiet Interval. A trickle of
+// connects, however long, and a broker that never goes quiet are left to
+// the runtime's own scavenger.
 package memory
 
 import (
@@ -43,8 +45,10 @@ const (
 	// connection must be accepted for the broker to count as quiet.
 	DefaultInterval = 500 * time.Millisecond
 	// DefaultMinAccepts is the least number of connections a burst must
-	// have accepted for its end to be looked at.
+	// have accepted within Window for its end to be looked at.
 	DefaultMinAccepts = 1000
+	// DefaultWindow is how far back from its end a burst is counted.
+	DefaultWindow = 5 * time.Second
 	// DefaultMinBytes is the least memory worth a return, in bytes.
 	DefaultMinBytes = 1 << 20
 	// DefaultFraction is the least memory worth a return as a fraction of
@@ -60,11 +64,14 @@ type Config struct {
 	Accepted func() uint64
 	// Interval is the time between two looks (DefaultInterval).
 	Interval time.Duration
-	// MinAccepts is the least number of connections accepted in a burst
-	// (accepts with no quiet Interval between them) for its end to be
-	// looked at (DefaultMinAccepts): a trickle of connects never makes a
-	// collection.
+	// MinAccepts is the least number of connections accepted within
+	// Window before a quiet Interval for that Interval to be looked at
+	// (DefaultMinAccepts): a trickle of connects (fewer than MinAccepts
+	// per Window) never makes a collection, however long it lasts.
 	MinAccepts uint64
+	// Window is how far back from a quiet Interval the accepts are counted
+	// (DefaultWindow), rounded to whole Intervals.
+	Window time.Duration
 	// MinBytes is the least reclaimable memory, in bytes, that makes a
 	// return (DefaultMinBytes).
 	MinBytes uint64
@@ -84,6 +91,10 @@ type Returner struct {
 	returns  atomic.Uint64
 	returned atomic.Uint64
 	samples  []metrics.Sample
+	// counts holds the accepted count at each of the last Window/Interval
+	// looks, oldest at next; Run's alone.
+	counts []uint64
+	next   int
 }
 
 // The runtime/metrics read at each look.
@@ -102,6 +113,9 @@ func New(cfg Config) *Returner {
 	if cfg.MinAccepts == 0 {
 		cfg.MinAccepts = DefaultMinAccepts
 	}
+	if cfg.Window < cfg.Interval {
+		cfg.Window = max(DefaultWindow, cfg.Interval)
+	}
 	if cfg.MinBytes == 0 {
 		cfg.MinBytes = DefaultMinBytes
 	}
@@ -111,46 +125,54 @@ func New(cfg Config) *Returner {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	r := &Returner{cfg: cfg}
+	r := &Returner{cfg: cfg, counts: make([]uint64, int(cfg.Window/cfg.Interval))}
 	for _, name := range []string{metricFree, metricObjects, metricLive, metricReleased} {
 		r.samples = append(r.samples, metrics.Sample{Name: name})
 	}
 	return r
 }
 
-// Run looks every Interval until ctx ends, and returns then. A burst is
-// a run of Intervals each with accepts; at the first quiet Interval after
-// a burst of at least MinAccepts connections, it calls Look.
+// Run looks every Interval until ctx ends, and returns then: at an
+// Interval with no accept that ends a Window in which MinAccepts
+// connections or more were accepted, it calls Look.
 func (r *Returner) Run(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
-	last := r.cfg.Accepted()
-	start := last // accepted when the burst in progress began
+	r.reset(r.cfg.Accepted())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if r.quiet(&last, &start) {
+		if r.quiet(r.cfg.Accepted()) {
 			r.Look()
 		}
 	}
 }
 
-// quiet reads the accepted count once an Interval: it reports whether
-// the Interval just ended was quiet after a burst of at least MinAccepts,
-// with *last the count an Interval ago and *start the count when the
-// current burst began (equal to *last when there is none).
-func (r *Returner) quiet(last, start *uint64) bool {
-	now := r.cfg.Accepted()
-	if now != *last {
-		*last = now // still accepting
+// reset forgets the accepts counted so far: now is the count at every
+// look of the Window.
+func (r *Returner) reset(now uint64) {
+	for i := range r.counts {
+		r.counts[i] = now
+	}
+}
+
+// quiet takes the accepted count at one look and reports whether the
+// Interval since the last look had no accept and ended a burst: at least
+// MinAccepts accepted since the oldest look of the Window. A burst is
+// reported once: its counts are forgotten then.
+func (r *Returner) quiet(now uint64) bool {
+	last := r.counts[(r.next+len(r.counts)-1)%len(r.counts)]
+	oldest := r.counts[r.next]
+	r.counts[r.next] = now
+	r.next = (r.next + 1) % len(r.counts)
+	if now != last || now-oldest < r.cfg.MinAccepts {
 		return false
 	}
-	burst := now - *start
-	*start = now
-	return burst >= r.cfg.MinAccepts
+	r.reset(now)
+	return true
 }
 
 // Reclaimable returns what a return could give back now, in bytes: the

@@ -12,17 +12,19 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestQuietOnlyAfterABurst: the end of a burst of at least MinAccepts
-// connections is looked at once; a smaller burst, a trickle with quiet
-// Intervals between its connects, and an Interval still accepting are
-// not.
+// TestQuietOnlyAfterABurst: a quiet Interval is looked at once after a
+// burst of at least MinAccepts connections within the Window; a smaller
+// burst, a trickle of any length (fewer than MinAccepts per Window, with
+// or without quiet Intervals between its connects), and an Interval still
+// accepting are not.
 func TestQuietOnlyAfterABurst(t *testing.T) {
-	var accepted atomic.Uint64
-	r := New(Config{Accepted: accepted.Load, MinAccepts: 1000})
-	last, start := accepted.Load(), accepted.Load()
+	var accepted uint64
+	r := New(Config{Accepted: func() uint64 { return accepted }, MinAccepts: 1000,
+		Interval: 500 * time.Millisecond, Window: 5 * time.Second}) // a Window of 10 looks
+	r.reset(0)
 	tick := func(add uint64) bool {
-		accepted.Add(add)
-		return r.quiet(&last, &start)
+		accepted += add
+		return r.quiet(accepted)
 	}
 	if tick(0) {
 		t.Fatal("a quiet Interval with no burst before it is looked at")
@@ -33,7 +35,15 @@ func TestQuietOnlyAfterABurst(t *testing.T) {
 	if tick(0) {
 		t.Fatal("the end of a burst of 900 connections is looked at, want only 1,000 or more")
 	}
-	for i := 0; i < 3000; i++ { // a trickle: one connect, one quiet Interval
+	for i := 0; i < 400; i++ { // 6 a second for 200 s, no quiet Interval: 1,200 in all
+		if tick(3) {
+			t.Fatalf("an Interval still accepting is looked at (%d)", i)
+		}
+	}
+	if tick(0) {
+		t.Fatal("the end of a trickle of 1,200 connects over 200 s is looked at")
+	}
+	for i := 0; i < 3000; i++ { // a trickle with quiet Intervals between its connects
 		if tick(1) || tick(0) {
 			t.Fatalf("a trickle of connects is looked at (after %d)", i+1)
 		}
@@ -42,10 +52,18 @@ func TestQuietOnlyAfterABurst(t *testing.T) {
 		t.Fatal("an Interval still accepting is looked at")
 	}
 	if !tick(0) {
-		t.Fatal("the end of a burst of 1,100 connections is not looked at")
+		t.Fatal("the end of a burst of 1,100 connections in two Intervals is not looked at")
+	}
+	if tick(0) || tick(0) {
+		t.Fatal("the end of one burst is looked at twice")
+	}
+	for i := 0; i < 20; i++ { // 1,000 over 10 s: 500 a Window
+		if tick(50) {
+			t.Fatalf("an Interval still accepting is looked at (%d)", i)
+		}
 	}
 	if tick(0) {
-		t.Fatal("the end of one burst is looked at twice")
+		t.Fatal("1,000 connects spread over 10 s (500 in the Window) are looked at")
 	}
 }
 

@@ -139,11 +139,11 @@ func newTLSSocket(sock Socket, cfg *tls.Config, stats *tlsStats) *tlsSocket {
 	return t
 }
 
-// established reports whether the handshake is done.
 // RemoteAddrPort is the socket's peer's address (addrPorter), without
 // allocating; RemoteAddr is the embedded Socket's.
 func (t *tlsSocket) RemoteAddrPort() netip.AddrPort { return addrPortOf(t.Socket) }
 
+// established reports whether the handshake is done.
 func (t *tlsSocket) established() bool { return t.state.Load() == tlsEstablished }
 
 // onClose runs from netpoll's close callback, before the descriptor is
