@@ -219,7 +219,7 @@ var settings = []setting{
 		func(c *Config) *int { return &c.StoreMaxMessages }, 1, maxCount),
 	boolSetting("DURABLE_GROUPS", "false", "with STORE_BACKEND=jetstream, make every load-balanced group on an exact topic durable: its messages kept while no member is connected and handed out once across nodes (tokens with persistentSession make their groups durable either way) (true or false)",
 		func(c *Config) *bool { return &c.DurableGroups }),
-	boolSetting("IDLE_MEMORY_RETURN", "true", "after a burst of 1,000 connections or more, once none was accepted for half a second, give the heap they left free back to the operating system (two collections, when at least a tenth of the live heap and 1 MiB can be given back); false leaves it to the Go runtime, which keeps up to twice the live heap (true or false)",
+	boolSetting("IDLE_MEMORY_RETURN", "true", "after a burst of connections (1,000 or more accepted within 5 s), once none was accepted for half a second, give the heap they left free back to the operating system (two collections, when at least a tenth of the live heap and 1 MiB can be given back); false leaves it to the Go runtime, which keeps up to twice the live heap (true or false)",
 		func(c *Config) *bool { return &c.IdleMemoryReturn }),
 	boolSetting("RESUME_SESSIONS", "false", "keep a dropped connection's subscriptions and missed messages for a reconnect with reconnect:true (true or false)",
 		func(c *Config) *bool { return &c.ResumeSessions }),

@@ -132,7 +132,7 @@ func NewDescs() Descs {
 		DurableDeliveries: n("durable_deliveries_total", "Durable groups' messages this node handed to a member, by how they were settled: acked (the member's ack), taken (the connection of a member that never acks stayed open 10 s after it), returned (given back to the store: the member's connection closed first, or no member here), filtered (no member here takes its filter: settled undelivered).", "result"),
 		DurablePending:    n("durable_pending", "Durable groups' messages handed to members here and not settled yet."),
 
-		MemoryReturns:  n("memory_returns_total", "Times the heap left free by a burst of 1,000 connections or more was given back to the operating system, once none was accepted for half a second (IDLE_MEMORY_RETURN)."),
+		MemoryReturns:  n("memory_returns_total", "Times the heap left free by a burst of connections (1,000 or more accepted within 5 s) was given back to the operating system, once none was accepted for half a second (IDLE_MEMORY_RETURN)."),
 		MemoryReturned: n("memory_returned_bytes_total", "Bytes those returns gave back to the operating system."),
 	}
 }
