@@ -7,22 +7,30 @@ import (
 	"time"
 )
 
-// TestWorkerStatsAndDeliveredBytes: the scrape-time figures of a running
-// hub: connections, topics, retained messages and queued bytes per worker,
-// and the delivered bytes (each delivery's frame).
-func TestWorkerStatsAndDeliveredBytes(t *testing.T) {
+// startDevNullHub starts a hub of 2 workers whose sweep never runs during
+// a test, shut down at the test's end, and returns it with /dev/null open
+// for writing (the devNull transports' descriptor).
+func startDevNullHub(t *testing.T) (*Hub, *os.File) {
 	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)
 	}
-	defer f.Close()
 	h := New(Config{Workers: 2, Tick: time.Hour})
 	h.Start()
-	defer func() {
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = h.Shutdown(ctx)
-	}()
+		_ = f.Close()
+	})
+	return h, f
+}
+
+// TestWorkerStatsAndDeliveredBytes: the scrape-time figures of a running
+// hub: connections, topics, retained messages and queued bytes per worker,
+// and the delivered bytes (each delivery's frame).
+func TestWorkerStatsAndDeliveredBytes(t *testing.T) {
+	h, f := startDevNullHub(t)
 	conns := []*Conn{h.Register(devNull{int(f.Fd())}), h.Register(devNull{int(f.Fd())}), h.Register(devNull{int(f.Fd())})}
 	for _, c := range conns {
 		h.Subscribe(c, &SubSpec{Pattern: "demo/general/bench", Key: "app/demo/general/bench"})
@@ -96,18 +104,7 @@ func TestWorkerStatsOfStoppedHub(t *testing.T) {
 // so Accepted (kraken_connections_accepted_total, and what pkg/memory
 // watches for bursts of connects) does not count it.
 func TestAcceptedCountsRegisteredConnectionsOnly(t *testing.T) {
-	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	h := New(Config{Workers: 2, Tick: time.Hour})
-	h.Start()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}()
+	h, f := startDevNullHub(t)
 	c := h.Register(devNull{int(f.Fd())})
 	adopted := make(chan *Conn, 1)
 	h.Run(c, func(c *Conn) { adopted <- c.Adopt(devNull{int(f.Fd())}, nil) })

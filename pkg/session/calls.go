@@ -149,35 +149,30 @@ func (k *calls) end(c *hub.Conn, ctx context.Context, cancel context.CancelFunc)
 
 // closing cancels the call c has in flight, if any: c is closing
 // (hub.Config.OnClosing) or its peer hung up. It never blocks.
-func (k *calls) closing(c *hub.Conn) {
-	s := k.shard(c)
-	s.mu.Lock()
-	e, ok := s.m[c]
-	if ok && e.cancel != nil {
-		e.gone = true
-		s.m[c] = e
-	}
-	s.mu.Unlock()
-	if ok && e.cancel != nil {
-		e.cancel()
-	}
-}
+func (k *calls) closing(c *hub.Conn) { k.cancel(c, false) }
 
 // hangup is closing for a peer that went away while its reader may still
 // run: the mark (hub.Conn.MarkHungUp, set under the shard's lock that start
 // reads it under) makes a call started later cancelled at once. Nothing is
 // added here: a connection with no call in flight costs no entry.
-func (k *calls) hangup(c *hub.Conn) {
+func (k *calls) hangup(c *hub.Conn) { k.cancel(c, true) }
+
+// cancel cancels the call c has in flight, if any, marking c hung up
+// first with hangUp, under the shard's lock. Every entry is a call in
+// flight (start), so every entry has a cancel function.
+func (k *calls) cancel(c *hub.Conn, hangUp bool) {
 	s := k.shard(c)
 	s.mu.Lock()
-	c.MarkHungUp()
+	if hangUp {
+		c.MarkHungUp()
+	}
 	e, ok := s.m[c]
-	if ok && e.cancel != nil {
+	if ok {
 		e.gone = true
 		s.m[c] = e
 	}
 	s.mu.Unlock()
-	if ok && e.cancel != nil {
+	if ok {
 		e.cancel()
 	}
 }
