@@ -71,11 +71,11 @@ type Conn struct {
 	// ns the frame or message in progress began (SetFrameStart): one word
 	// for two times never needed together.
 	closeAt    atomic.Int64
-	phase      atomic.Uint32
-	enc        uint8 // t.Encoding().ID(), read on every delivery
-	qos1       bool  // t takes acknowledged deliveries (Acker, QoS1Encoding)
-	revalidate bool  // a revalidation is in flight; owned by the worker
-	capped     bool  // a subscription was refused over MaxSubscriptions (OnTooManySubscriptions); owned by the worker
+	phase      atomic.Uint32 // the Phase, the own idle timeout and the hung-up mark (see phaseMask)
+	enc        uint8         // t.Encoding().ID(), read on every delivery
+	qos1       bool          // t takes acknowledged deliveries (Acker, QoS1Encoding)
+	revalidate bool          // a revalidation is in flight; owned by the worker
+	capped     bool          // a subscription was refused over MaxSubscriptions (OnTooManySubscriptions); owned by the worker
 	sess       atomic.Pointer[Session]
 	x          atomic.Pointer[connExtra] // what few connections need (extra); nil until first needed
 
@@ -103,11 +103,12 @@ type Conn struct {
 
 // connExtra is what few connections need beside Conn's fields, allocated
 // the first time one of them is set (Conn.extra) and kept until the
-// connection goes: an idle timeout of its own (MQTT), deliveries held back
+// connection goes: an idle timeout of its own too long for the phase word
+// (a parked session's expiry of more than 6 days), deliveries held back
 // during a replay, a resumable connection's tap. Each field has the owner
 // it would have in Conn.
 type connExtra struct {
-	idle atomic.Int64        // the connection's own idle timeout in ns (SetIdleTimeout); 0: Config.IdleTimeout
+	idle atomic.Int64        // the connection's own idle timeout in ns when too long for the phase word (SetIdleTimeout)
 	held *held               // deliveries held back during a replay (hold.go); owned by the worker
 	tap  atomic.Pointer[tap] // the unacked deliveries of a resumable connection (tap.go)
 }
@@ -161,11 +162,29 @@ func (c *Conn) Transport() Transport { return c.t }
 func (c *Conn) EncodingID() uint8 { return c.enc }
 
 // Phase returns the connection's lifecycle phase.
-func (c *Conn) Phase() Phase { return Phase(c.phase.Load() &^ phaseHungUp) }
+func (c *Conn) Phase() Phase { return Phase(c.phase.Load() & phaseMask) }
 
-// phaseHungUp is the bit of Conn.phase that MarkHungUp sets, above every
-// Phase: the mark costs the connection no field of its own.
-const phaseHungUp = 1 << 31
+// The word Conn.phase holds three things, so that none costs the
+// connection a field of its own: the Phase in the lowest two bits, the
+// connection's own idle timeout (SetIdleTimeout) in the 29 above them,
+// and the hung-up mark (MarkHungUp) in the top bit. Each is changed with a
+// compare-and-swap (or an Or) that keeps the others.
+const (
+	phaseMask = 1<<2 - 1
+
+	// The idle timeout's field: 0 when the connection has none of its
+	// own (Config.IdleTimeout applies), idleNever for a negative one,
+	// idleInExtra for one longer than idleMaxMS (kept in connExtra.idle),
+	// else the timeout in milliseconds, rounded up.
+	idleShift   = 2
+	idleBits    = 29
+	idleMask    = (1<<idleBits - 1) << idleShift
+	idleNever   = 1<<idleBits - 1
+	idleInExtra = 1<<idleBits - 2
+	idleMaxMS   = 1<<idleBits - 3 // 536,870,909 ms: 6 days 5 hours
+
+	phaseHungUp = 1 << 31
+)
 
 // MarkHungUp records that c's peer went away while its reader may still
 // run (the session's Hangup); it never blocks, and the mark stays for the
@@ -180,7 +199,7 @@ func (c *Conn) HungUp() bool { return c.phase.Load()&phaseHungUp != 0 }
 func (c *Conn) SetPhase(p Phase) {
 	for {
 		old := c.phase.Load()
-		if c.phase.CompareAndSwap(old, old&phaseHungUp|uint32(p)) {
+		if c.phase.CompareAndSwap(old, old&^phaseMask|uint32(p)) {
 			return
 		}
 	}
@@ -239,11 +258,47 @@ func (c *Conn) Touch(now int64) { c.lastRead.Store(now) }
 // restores the hub's. An MQTT listener sets 1.5 × the client's keep-alive
 // from its CONNECT (MQTT 3.1.1 §3.1.2.10); the sweep reads it, so no timer
 // is armed per connection. Safe from any goroutine.
+//
+// d is kept in milliseconds, rounded up, in a field of the phase word, so
+// an MQTT keep-alive (at most 1.5 × 65,535 s) costs the connection nothing;
+// one longer than about 6 days (a parked session's expiry) is kept in
+// full in the connection's side record.
 func (c *Conn) SetIdleTimeout(d time.Duration) {
-	if d == 0 && c.x.Load() == nil {
-		return
+	var code uint32
+	switch {
+	case d < 0:
+		code = idleNever
+	case d > 0:
+		ms := (d + time.Millisecond - 1) / time.Millisecond
+		if ms <= idleMaxMS {
+			code = uint32(ms)
+		} else {
+			c.extra().idle.Store(int64(d)) // before the code that says to read it
+			code = idleInExtra
+		}
 	}
-	c.extra().idle.Store(int64(d))
+	for {
+		old := c.phase.Load()
+		if c.phase.CompareAndSwap(old, old&^idleMask|code<<idleShift) {
+			return
+		}
+	}
+}
+
+// ownIdle returns the idle timeout that the phase word p (a value of
+// c.phase) gives c, in ns: 0 when c has none of its own, negative for
+// never.
+func (c *Conn) ownIdle(p uint32) int64 {
+	switch code := p & idleMask >> idleShift; code {
+	case 0:
+		return 0
+	case idleNever:
+		return -1
+	case idleInExtra:
+		return c.x.Load().idle.Load()
+	default:
+		return int64(code) * int64(time.Millisecond)
+	}
 }
 
 // SetFrameStart records, in unix ns, when the frame or fragmented message

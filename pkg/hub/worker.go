@@ -347,7 +347,8 @@ func (w *worker) sweep(now time.Time) {
 			}
 			continue
 		}
-		switch c.Phase() {
+		p := c.phase.Load()
+		switch Phase(p & phaseMask) {
 		case PhaseHandshake:
 			if ns-c.created > int64(cfg.HandshakeTimeout) {
 				if r := c.handshakeTimeout(); r != nil {
@@ -374,10 +375,8 @@ func (w *worker) sweep(now time.Time) {
 			}
 		}
 		limit, fs := int64(cfg.IdleTimeout), frameStartOf(at)
-		if x := c.x.Load(); x != nil {
-			if own := x.idle.Load(); own != 0 {
-				limit = own
-			}
+		if own := c.ownIdle(p); own != 0 {
+			limit = own
 		}
 		idle := limit > 0 && ns-c.lastRead.Load() > limit
 		if fs != 0 && (idle || ns-fs > int64(cfg.FrameTimeout)) {
