@@ -125,18 +125,18 @@ func (l *Loop[C]) proxyHeader(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bo
 	}
 	n := r.Len()
 	var buf []byte
-	if len(s.partial) == 0 {
+	if len(s.part()) == 0 {
 		buf, _ = r.Peek(min(n, edge.MaxProxyHeader))
 	} else {
-		chunk, _ := r.Next(min(n, edge.MaxProxyHeader-len(s.partial)))
-		s.partial = append(s.partial, chunk...)
-		buf = s.partial
+		chunk, _ := r.Next(min(n, edge.MaxProxyHeader-len(s.part())))
+		s.setPart(append(s.part(), chunk...))
+		buf = s.part()
 	}
 	used, src, err := edge.ParseProxyHeader(buf)
 	switch {
 	case errors.Is(err, edge.ErrProxyNeedMore):
-		if len(s.partial) == 0 {
-			s.partial = append(make([]byte, 0, len(buf)), buf...)
+		if len(s.part()) == 0 {
+			s.setPart(append(make([]byte, 0, len(buf)), buf...))
 			_ = r.Skip(len(buf))
 		}
 		_ = r.Release()
@@ -144,18 +144,18 @@ func (l *Loop[C]) proxyHeader(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bo
 	case err != nil:
 		l.proxyErrors.Add(1)
 		l.logProxyError(c, err)
-		s.partial = nil
+		s.setPart(nil)
 		s.CloseNow(c, disconnect.WithText(disconnect.ProtocolError, "malformed PROXY protocol header"))
 		_ = r.Skip(r.Len())
 		_ = r.Release()
 		return false
 	}
-	if len(s.partial) == 0 {
+	if len(s.part()) == 0 {
 		_ = r.Skip(used)
-	} else if rest := s.partial[used:]; len(rest) > 0 {
-		s.partial = append(s.partial[:0], rest...)
+	} else if rest := s.part()[used:]; len(rest) > 0 {
+		s.setPart(append(s.part()[:0], rest...))
 	} else {
-		s.partial = nil
+		s.setPart(nil)
 	}
 	_ = r.Release()
 	a.header = false
@@ -164,13 +164,13 @@ func (l *Loop[C]) proxyHeader(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bo
 		rd.Readdressed(st, from)
 	}
 	if s.closing {
-		s.partial = nil
+		s.setPart(nil)
 		_ = r.Skip(r.Len())
 		_ = r.Release()
 		s.flush(c)
 		return false
 	}
-	return r.Len() > 0 || len(s.partial) > 0
+	return r.Len() > 0 || len(s.part()) > 0
 }
 
 // ProxyHeaderErrors returns the connections closed for a malformed PROXY

@@ -80,8 +80,8 @@ func TestProxyHeaderComesBeforeProcess(t *testing.T) {
 					t.Fatal("a frame processed before the header was complete")
 				}
 			}
-			if st.frames != 2 || st.Closing() || len(st.partial) != 0 {
-				t.Fatalf("%d frames, closing %v, %d bytes kept", st.frames, st.Closing(), len(st.partial))
+			if st.frames != 2 || st.Closing() || len(st.part()) != 0 {
+				t.Fatalf("%d frames, closing %v, %d bytes kept", st.frames, st.Closing(), len(st.part()))
 			}
 			if rh.calls != 1 || rh.from != proxyPeer || rh.now.String() != "203.0.113.9:51234" ||
 				st.RemoteAddr().String() != "203.0.113.9:51234" || st.c.RemoteAddr().String() != "203.0.113.9:51234" {

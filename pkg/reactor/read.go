@@ -86,11 +86,11 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 	l.received.Add(uint64(n))
 	now := time.Now().UnixNano()
 	var buf []byte
-	fromPartial := len(s.partial) > 0
+	fromPartial := len(s.part()) > 0
 	if fromPartial {
 		chunk, _ := r.Next(n)
-		s.partial = append(s.partial, chunk...)
-		buf = s.partial
+		s.setPart(append(s.part(), chunk...))
+		buf = s.part()
 	} else {
 		buf, _ = r.Peek(n)
 	}
@@ -131,13 +131,13 @@ func (l *Loop[C]) settle(s *Stream, c *hub.Conn, left int) {
 // that input, and reports whether it did.
 func (l *Loop[C]) overflowed(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bool {
 	n := r.Len()
-	if !l.overflow(c, n+len(s.partial)) {
+	if !l.overflow(c, n+len(s.part())) {
 		return false
 	}
 	st.Disconnect(disconnect.New(disconnect.InputOverflow))
 	_ = r.Skip(n)
 	_ = r.Release()
-	s.partial = nil
+	s.setPart(nil)
 	s.flush(c)
 	return true
 }
@@ -187,14 +187,14 @@ func (s *Stream) keep(fromPartial bool, rest []byte) {
 	need := int(s.need)
 	switch {
 	case s.closing, len(rest) == 0:
-		s.partial = nil
-	case fromPartial && cap(s.partial) > partialKeep && cap(s.partial) > 2*max(need, len(rest)):
+		s.setPart(nil)
+	case fromPartial && cap(s.part()) > partialKeep && cap(s.part()) > 2*max(need, len(rest)):
 		// Do not keep a large buffer for a small remainder.
-		s.partial = append(make([]byte, 0, partialCap(len(rest), need)), rest...)
+		s.setPart(append(make([]byte, 0, partialCap(len(rest), need)), rest...))
 	case fromPartial:
-		s.partial = append(s.partial[:0], rest...)
+		s.setPart(append(s.part()[:0], rest...))
 	default:
-		s.partial = append(make([]byte, 0, partialCap(len(rest), need)), rest...)
+		s.setPart(append(make([]byte, 0, partialCap(len(rest), need)), rest...))
 	}
 }
 

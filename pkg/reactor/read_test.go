@@ -199,11 +199,11 @@ func TestPartialFrameIsSizedByItsDeclaredLength(t *testing.T) {
 			for _, b := range tt.reads {
 				feed(l, st, b)
 			}
-			if len(st.partial) != tt.wantLen || tt.wantCap != 0 && cap(st.partial) != tt.wantCap {
-				t.Fatalf("partial len %d cap %d, want len %d cap %d", len(st.partial), cap(st.partial), tt.wantLen, tt.wantCap)
+			if len(st.part()) != tt.wantLen || tt.wantCap != 0 && cap(st.part()) != tt.wantCap {
+				t.Fatalf("partial len %d cap %d, want len %d cap %d", len(st.part()), cap(st.part()), tt.wantLen, tt.wantCap)
 			}
 			if tt.wantLen == 0 && st.partial != nil {
-				t.Fatalf("an empty partial buffer is kept (cap %d)", cap(st.partial))
+				t.Fatalf("an empty partial buffer is kept (cap %d)", cap(st.part()))
 			}
 		})
 	}
@@ -257,7 +257,7 @@ func TestInputAfterACloseIsDiscarded(t *testing.T) {
 		t.Fatalf("%d frames handled, closed for %v; want 2, protocol_error", st.frames, st.reason)
 	}
 	if st.partial != nil {
-		t.Fatalf("%d bytes kept after the close", len(st.partial))
+		t.Fatalf("%d bytes kept after the close", len(st.part()))
 	}
 	r := &testReader{}
 	r.fill(testFrame('m', 10))

@@ -3,6 +3,7 @@ package reactor
 import (
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/NoLagApp/kraken/pkg/disconnect"
@@ -23,19 +24,19 @@ type Socket interface {
 // tail of a half-received frame, and what one read decided. A transport's
 // connection state embeds it (Conn), which makes that state the context
 // netpoll hands back to OnRequest and, with an Encoding of its own, the
-// connection's hub.Transport. It is 48 bytes, nothing else is held while the
+// connection's hub.Transport. It is 32 bytes, nothing else is held while the
 // connection is idle, and it is owned by the connection's OnRequest, which
 // netpoll never runs concurrently with itself; the hub calls its
 // hub.Transport, hub.InputPauser and hub.Unsent methods from other
 // goroutines, and those read only the socket.
 type Stream struct {
 	sock    Socket
-	partial []byte // tail of a half-received frame or request; nil when idle
-	need    int32  // bytes the frame at the head of partial needs in total, 0 if not known (SetNeed)
-	message byte   // kind of the message in progress across frames, 0 if none (BeginMessage)
-	closing bool   // a close was decided (CloseNow): the rest of the input is discarded
-	wrote   bool   // frames were queued during this read (Queue): flush at its end
-	ended   bool   // a message ended during this read (EndMessage)
+	partial *[]byte // tail of a half-received frame or request (part, setPart); nil when idle
+	need    int32   // bytes the frame at the head of partial needs in total, 0 if not known (SetNeed)
+	message byte    // kind of the message in progress across frames, 0 if none (BeginMessage)
+	closing bool    // a close was decided (CloseNow): the rest of the input is discarded
+	wrote   bool    // frames were queued during this read (Queue): flush at its end
+	ended   bool    // a message ended during this read (EndMessage)
 }
 
 // NewStream returns the Stream of a connection on sock, as a transport's
@@ -43,6 +44,35 @@ type Stream struct {
 func NewStream(sock Socket) Stream { return Stream{sock: sock} }
 
 func (s *Stream) stream() *Stream { return s }
+
+// part returns the partial buffer: the unused tail of the reads so far, nil
+// when none.
+func (s *Stream) part() []byte {
+	if s.partial == nil {
+		return nil
+	}
+	return *s.partial
+}
+
+// setPart makes b the partial buffer. Its slice header is held apart, in a
+// pooled holder taken while a buffer exists, so an idle Stream keeps one
+// word for it instead of three; nil gives the holder back.
+func (s *Stream) setPart(b []byte) {
+	if b == nil {
+		if h := s.partial; h != nil {
+			*h, s.partial = nil, nil
+			partialHolders.Put(h)
+		}
+		return
+	}
+	if s.partial == nil {
+		s.partial = partialHolders.Get().(*[]byte)
+	}
+	*s.partial = b
+}
+
+// partialHolders are the slice headers of partial buffers (Stream.setPart).
+var partialHolders = sync.Pool{New: func() any { return new([]byte) }}
 
 // Socket returns the stream's socket: a protocol carried over the
 // connection's transport (MQTT over WebSocket) writes to it through a

@@ -35,9 +35,9 @@ func (l *Loop[C]) readTLS(st C, t *tlsSocket, r netpoll.Reader) {
 			if !l.proxyHeader(st, s, c, r) { // proxy.go: the header comes before the handshake
 				return
 			}
-			if len(s.partial) > 0 { // the handshake's first bytes, read with the header
-				t.in = append(t.in, s.partial...)
-				s.partial = nil
+			if len(s.part()) > 0 { // the handshake's first bytes, read with the header
+				t.in = append(t.in, s.part()...)
+				s.setPart(nil)
 			}
 		}
 		if !t.feed(r) {
@@ -92,7 +92,7 @@ func (l *Loop[C]) decryptAndProcess(st C, t *tlsSocket, s *Stream, c *hub.Conn) 
 		var k int
 		k, err = t.conn.Read(*p)
 		if k > 0 {
-			s.partial = append(s.partial, (*p)[:k]...)
+			s.setPart(append(s.part(), (*p)[:k]...))
 			got = true
 		}
 		if err != nil {
@@ -101,7 +101,7 @@ func (l *Loop[C]) decryptAndProcess(st C, t *tlsSocket, s *Stream, c *hub.Conn) 
 	}
 	plainPool.Put(p)
 	if got {
-		l.process(st, s, c, s.partial, true, time.Now().UnixNano())
+		l.process(st, s, c, s.part(), true, time.Now().UnixNano())
 	}
 	var wb wouldBlock
 	switch {
@@ -112,7 +112,7 @@ func (l *Loop[C]) decryptAndProcess(st C, t *tlsSocket, s *Stream, c *hub.Conn) 
 		t.eof = true
 	default:
 		s.closing = true
-		s.partial = nil
+		s.setPart(nil)
 		t.closeSoon()
 	}
 }

@@ -10,7 +10,7 @@ import (
 // concurrently with itself. Its reactor.Stream makes it the context netpoll
 // hands back to OnRequest and, with its Encoding, the connection's
 // hub.Transport (transport.go); it is also the connection's session.Sink
-// (sink.go): an idle connection costs 80 bytes here (an 80-byte
+// (sink.go): an idle connection costs 64 bytes here (a 64-byte
 // allocation; TestReaderStateSize).
 type connState struct {
 	session.State  // the hub record (Conn), rate and error windows, auth failures

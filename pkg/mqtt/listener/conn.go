@@ -17,7 +17,7 @@ import (
 // it the context netpoll hands back to OnRequest and, with its Encoding,
 // the connection's hub.Transport; it is also the connection's session.Sink.
 //
-// It is 112 bytes, one allocation (TestConnStateSize): what only some
+// It is 96 bytes, one allocation (TestConnStateSize): what only some
 // connections have (a will, a persistent session, inbound QoS 2 state, the
 // carrying WebSocket stream) is behind x, nil for most of them.
 type conn struct {
