@@ -60,9 +60,9 @@ func TestTableInsertRemove(t *testing.T) {
 	tab := newTable()
 	c := &Conn{ID: 1}
 	subs := []*sub{
-		{c: c, pattern: "a/b", key: "app/a/b"},
-		{c: c, pattern: "a/+", key: "app/a/+", wildcard: true},
-		{c: c, pattern: "a/b2", key: "app/a/b"},
+		newSub(c, &SubSpec{Pattern: "a/b", Key: "app/a/b"}),
+		newSub(c, &SubSpec{Pattern: "a/+", Key: "app/a/+", Wildcard: true}),
+		newSub(c, &SubSpec{Pattern: "a/b2", Key: "app/a/b"}),
 	}
 	for _, s := range subs {
 		tab.insert(s)

@@ -32,7 +32,7 @@ func (o *oneCopy) add(p *Publication, s *sub, wildcard bool) {
 	if !s.accepts(p.Filter) || (!p.Echo && s.c == p.Origin) {
 		return
 	}
-	if wildcard && isDollar(p.Topic) && startsWithWildcard(s.pattern) {
+	if wildcard && isDollar(p.Topic) && startsWithWildcard(s.pattern()) {
 		return
 	}
 	q := deliveryQoS(p, s.c, s.qos)

@@ -125,7 +125,7 @@ func (w *worker) fanOut(p *Publication) {
 	}
 	dollar := isDollar(p.Topic)
 	w.tab.wild.Match(p.Key, func(s *sub) {
-		if !dollar || !startsWithWildcard(s.pattern) {
+		if !dollar || !startsWithWildcard(s.pattern()) {
 			w.deliverSub(p, s, true)
 		}
 	})
@@ -159,12 +159,12 @@ func (w *worker) deliverSub(p *Publication, s *sub, wildcard bool) {
 func (w *worker) deliverSubNow(p *Publication, s *sub, wildcard bool) {
 	if q := deliveryQoS(p, s.c, s.qos); q > 0 {
 		if s.accepts(p.Filter) && (p.Echo || s.c != p.Origin) {
-			w.deliverQoS1(p, s.c, s.pattern, wildcard, nil, q)
+			w.deliverQoS1(p, s.c, s.pattern(), wildcard, nil, q)
 			w.deliveries.Add(1)
 		}
 		return
 	}
-	w.deliver(p, s.c, s.pattern, wildcard, s.accepts(p.Filter))
+	w.deliver(p, s.c, s.pattern(), wildcard, s.accepts(p.Filter))
 }
 
 // isDollar reports a topic beginning with '$', one of the server's (MQTT

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 // TestConnSize pins the sizes docs/ARCHITECTURE.md quotes for what an idle
 // connection costs in the hub ("Why this shape"): a change that grows
 // them must update the page (and be measured, bench/RESULTS.md). Conn is
-// 160 bytes and a plain sub 64, both exactly a size class; Session is 45
+// 160 bytes and a plain sub 48, both exactly a size class; Session is 45
 // bytes of fields in the 48-byte class (without LimitOrg it would fit 32).
 func TestConnSize(t *testing.T) {
 	for _, c := range []struct {
@@ -19,7 +20,7 @@ func TestConnSize(t *testing.T) {
 	}{
 		{"hub.Conn", unsafe.Sizeof(Conn{}), 160},
 		{"hub.Session", unsafe.Sizeof(Session{}), 48},
-		{"a subscription (sub)", unsafe.Sizeof(sub{}), 64},
+		{"a subscription (sub)", unsafe.Sizeof(sub{}), 48},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s is %d bytes, docs/ARCHITECTURE.md says %d", c.what, c.got, c.want)
@@ -86,5 +87,43 @@ func TestPhaseWordPartsKeepEachOther(t *testing.T) {
 			t.Fatalf("round %d: phase %v, hung up %v, idle %v; want authed, true, 64s",
 				round, c.Phase(), c.HungUp(), time.Duration(c.ownIdle(c.phase.Load())))
 		}
+	}
+}
+
+// A subscription's display pattern is the tail of its routing key when it
+// is one (the common case: the key is the pattern behind an app and scope
+// prefix), and costs no string and no side record then; any other pattern
+// is kept whole in the side record. Either way sub.pattern returns what
+// the client sent, and the key's sharing in the table keeps it.
+func TestSubPatternIsTheKeysTailOrKeptApart(t *testing.T) {
+	c := &Conn{ID: 1}
+	for _, tc := range []struct {
+		pattern, key string
+		apart        bool
+	}{
+		{"general/chat", "app/general/chat", false},
+		{"chat", "app/room/chat", false},
+		{"app/room/chat", "app/room/chat", false},
+		{"", "app/room/chat", false},
+		{"room/chat", "app/other/chat", true},
+		{"app/room/chat/longer", "room/chat", true},
+		{"x", strings.Repeat("k", patternInX) + "x", true},
+		{"x", strings.Repeat("k", patternInX-1) + "x", false},
+	} {
+		s := newSub(c, &SubSpec{Pattern: tc.pattern, Key: tc.key})
+		if got := s.pattern(); got != tc.pattern {
+			t.Errorf("pattern %q key %q: sub.pattern() = %q", tc.pattern, tc.key, got)
+		}
+		if apart := s.x != nil; apart != tc.apart {
+			t.Errorf("pattern %q key %q: side record %v, want %v", tc.pattern, tc.key, apart, tc.apart)
+		}
+	}
+	tab := newTable()
+	a := newSub(c, &SubSpec{Pattern: "general/chat", Key: "app/general/chat"})
+	b := newSub(c, &SubSpec{Pattern: "chat", Key: "app/" + "general/chat"})
+	tab.insert(a)
+	tab.insert(b)
+	if b.pattern() != "chat" || unsafe.StringData(b.key) != unsafe.StringData(a.key) {
+		t.Errorf("the second subscription to a key: pattern %q, key shared %v", b.pattern(), unsafe.StringData(b.key) == unsafe.StringData(a.key))
 	}
 }

@@ -63,8 +63,8 @@ func (w *worker) confirm(c *Conn, s *sub, answered bool, reply []byte, t Ticket,
 	} else {
 		w.write(c, reply)
 	}
-	if !noRetained && c.idx >= 0 && c.findSub(s.pattern) == s {
-		w.sendRetained(c, s.pattern, s.key, s.wildcard, s.filters(), s.qos)
+	if !noRetained && c.idx >= 0 && c.findSub(s.pattern()) == s {
+		w.sendRetained(c, s.pattern(), s.key, s.wildcard, s.filters(), s.qos)
 	}
 }
 
@@ -156,7 +156,7 @@ func (c *Conn) Subscribed(pattern string) bool {
 
 func (c *Conn) findSub(pattern string) *sub {
 	for s := c.subs; s != nil; s = s.next {
-		if s.pattern == pattern {
+		if s.pattern() == pattern {
 			return s
 		}
 	}
@@ -204,7 +204,7 @@ func (c *Conn) Subscriptions() []Subscription {
 	c.w.mustOwn("Subscriptions")
 	out := make([]Subscription, 0, c.nsubs)
 	for s := c.subs; s != nil; s = s.next {
-		out = append(out, Subscription{Pattern: s.pattern, Filters: s.filters(),
+		out = append(out, Subscription{Pattern: s.pattern(), Filters: s.filters(),
 			QoS: s.qos, LoadBalance: s.lb(), Group: s.group(), Durable: s.durable()})
 	}
 	return out

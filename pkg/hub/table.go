@@ -43,18 +43,25 @@ type SubSpec struct {
 
 // sub is one subscription on its connection's worker: the SubSpec without
 // its one-off reply frames, kept small because an idle connection holds a
-// few of them: 64 bytes, a 64-byte allocation (TestConnSize), for a plain
-// subscription. What only a load-balanced or filtered one has is in x.
+// few of them: 48 bytes, a 48-byte allocation (TestConnSize), for a plain
+// subscription. Its display pattern is the tail of its routing key (the key
+// is the pattern behind an app and scope prefix, wire-reference.md §3.3),
+// so it costs an offset, not a string; what only a load-balanced or
+// filtered one has, or a pattern that is not the key's tail, is in x.
 type sub struct {
 	c        *Conn
 	next     *sub      // next subscription of the same connection
-	pattern  string    // display topic, as sent
 	key      string    // routing key, shared with the table's other entries for the key
-	x        *subExtra // nil for a plain subscription: no filters, no group
+	x        *subExtra // nil for a plain subscription: no filters, no group, the pattern in key
 	pos      int32     // index in table.exact[key]
+	poff     uint16    // the pattern is key[poff:]; patternInX: it is x.pattern
 	qos      uint8
 	wildcard bool
 }
+
+// patternInX is the sub.poff of a subscription whose pattern is not the
+// tail of its key (or is too far into it): x.pattern holds it.
+const patternInX = 1<<16 - 1
 
 // subExtra is what a filtered or load-balanced subscription has beside a
 // plain one's fields; owned, as the sub, by the connection's worker.
@@ -62,17 +69,35 @@ type subExtra struct {
 	m       *member // the group member, for load-balanced subscriptions
 	filters []string
 	group   string
+	pattern string // the display pattern when sub.poff is patternInX
 	lb      bool
 	durable bool
 }
 
 func newSub(c *Conn, spec *SubSpec) *sub {
-	s := &sub{c: c, pattern: spec.Pattern, key: spec.Key, qos: spec.QoS, wildcard: spec.Wildcard}
+	s := &sub{c: c, key: spec.Key, qos: spec.QoS, wildcard: spec.Wildcard}
 	if spec.Filters != nil || spec.LoadBalance || spec.Group != "" {
 		s.x = &subExtra{filters: spec.Filters, group: spec.Group, lb: spec.LoadBalance,
 			durable: spec.LoadBalance && spec.Durable && !spec.Wildcard}
 	}
+	if off := len(spec.Key) - len(spec.Pattern); off >= 0 && off < patternInX && spec.Key[off:] == spec.Pattern {
+		s.poff = uint16(off)
+	} else {
+		if s.x == nil {
+			s.x = &subExtra{}
+		}
+		s.x.pattern, s.poff = spec.Pattern, patternInX
+	}
 	return s
+}
+
+// pattern returns the subscription's display pattern, as the client sent
+// it.
+func (s *sub) pattern() string {
+	if s.poff == patternInX {
+		return s.x.pattern
+	}
+	return s.key[s.poff:]
 }
 
 // filters returns the subscription's filters; nil accepts every message.
@@ -119,7 +144,7 @@ func (s *sub) member() *member {
 
 // spec rebuilds the subscription's SubSpec (without reply frames).
 func (s *sub) spec() SubSpec {
-	return SubSpec{Pattern: s.pattern, Key: s.key, Wildcard: s.wildcard, Filters: s.filters(),
+	return SubSpec{Pattern: s.pattern(), Key: s.key, Wildcard: s.wildcard, Filters: s.filters(),
 		QoS: s.qos, LoadBalance: s.lb(), Group: s.group(), Durable: s.durable()}
 }
 
@@ -169,10 +194,7 @@ func (t *table) insert(s *sub) (first bool) {
 	if len(list) > 0 {
 		// Share the strings of the subscriptions already on this key, so
 		// a topic with many subscribers stores its key once.
-		s.key = list[0].key
-		if s.pattern == list[0].pattern {
-			s.pattern = list[0].pattern
-		}
+		s.key = list[0].key // and so the pattern, its tail
 	}
 	s.pos = int32(len(list))
 	t.exact[s.key] = append(list, s)
