@@ -181,9 +181,15 @@ func (c *connection) prepare(onPrepare OnPrepare) (err error) {
 		return c.closeCallback(false, false)
 	}
 	c.unlock(processing)
-	// a Close between the check and the unlock failed to take the lock
-	if c.status(closing) != none && c.lock(processing) {
-		return c.closeCallback(false, false)
+	if c.status(closing) != none {
+		// A Close between the check and the unlock failed to take the lock
+		// and left the close path to its holder; one after the unlock runs
+		// it itself. Whichever takes the lock runs it, and the connection
+		// is not registered either way.
+		if c.lock(processing) {
+			return c.closeCallback(false, false)
+		}
+		return nil
 	}
 	return c.register()
 }
