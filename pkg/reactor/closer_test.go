@@ -148,3 +148,91 @@ func TestCloserRunsOnceAfterTheLastProcess(t *testing.T) {
 		})
 	}
 }
+
+// closeInOpenHandler is closerHandler whose Open closes the socket from
+// another goroutine, as the hub may once hub.Hub.Register has returned,
+// and returns only once that Close has.
+type closeInOpenHandler struct{ *closerHandler }
+
+func (h closeInOpenHandler) Open(sock Socket) *testConn {
+	st := h.closerHandler.Open(sock)
+	done := make(chan struct{})
+	go func() {
+		_ = sock.Close()
+		close(done)
+	}()
+	<-done
+	return st
+}
+
+// TestClosedInOpen: a connection closed while Handler.Open runs (before
+// netpoll has the state as its context) is still reported closed once,
+// plain and TLS: netpoll holds the close path until OnPrepare returns, so
+// the Loop's OnClose gets the state (hub.Hub.Closed, Closer.Closed).
+func TestClosedInOpen(t *testing.T) {
+	ca := certstest.New(t, "closed-in-open")
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secure := range []bool{false, true} {
+		name := "plain"
+		if secure {
+			name = "tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := hub.New(hub.Config{Workers: 2})
+			h.Start()
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = h.Shutdown(ctx)
+			})
+			ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
+			l, err := New[*testConn](closeInOpenHandler{ch}, Config{Hub: h, MaxInputBacklog: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := func() string { return l.Addr().String() }
+			if secure {
+				err = l.ListenTLS("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+				addr = func() string { return l.TLSAddr().String() }
+			} else {
+				err = l.Listen("127.0.0.1:0")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Serve()
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = l.Shutdown(ctx)
+			})
+			const clients = 20
+			for range clients {
+				c, err := net.Dial("tcp", addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for ch.closed.Load() < clients && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond) // a second Closed, if any
+			if n := ch.closed.Load(); n != clients {
+				t.Fatalf("Closed ran %d times for %d connections closed in Open", n, clients)
+			}
+			ch.mu.Lock()
+			defer ch.mu.Unlock()
+			for st, s := range ch.state {
+				if s.closed.Load() != 1 || !st.c.Closed() {
+					t.Fatalf("a connection closed in Open: Closed ran %d times, hub record closed: %v", s.closed.Load(), st.c.Closed())
+				}
+			}
+		})
+	}
+}

@@ -12,12 +12,17 @@
 //
 //	| netpoll callback | Loop                      | what happens                                          |
 //	|------------------|---------------------------|-------------------------------------------------------|
-//	| OnPrepare        | onPrepare                 | Handler.Open: state, hub.Register; close callback set |
+//	| OnPrepare        | onPrepare                 | Handler.Open: state, hub.Register                     |
 //	| OnRequest        | onRequest → read          | bytes handed to Handler.Process (below)               |
-//	| close callback   | (set in onPrepare)        | hub.Hub.Closed: writes stop before the fd is released |
+//	| OnClose          | onClose → closed          | hub.Hub.Closed: writes stop before the fd is released |
 //
-// A connection accepted while draining (Loop.Drain, Loop.Shutdown) is
-// closed in OnPrepare and gets no state; its input is discarded.
+// OnClose is one handler per event loop (netpoll.WithOnClose), not a close
+// callback per connection: netpoll passes it the connection's context, the
+// state onPrepare returned, after the connection's own close callbacks (a
+// TLS connection's: its handshake goroutine lets go first) and before the
+// descriptor is released. A connection accepted while draining
+// (Loop.Drain, Loop.Shutdown) is closed in OnPrepare and gets no state
+// (OnClose skips it); its input is discarded.
 //
 // # Reading without pinning goroutines
 //

@@ -54,10 +54,11 @@ type Handler[C Conn] interface {
 }
 
 // Closer is a Handler that is told when a connection it opened has
-// closed: Closed runs from netpoll's close callback, after hub.Hub.Closed,
-// once per connection; Process never runs for st again and is not running
-// (netpoll runs close callbacks only once OnRequest has returned). It must
-// not block. The MQTT listener publishes a client's will there.
+// closed: Closed runs from netpoll's OnClose (the event loop's close
+// handler), after hub.Hub.Closed, once per connection; Process never runs
+// for st again and is not running (netpoll runs OnClose only once OnRequest
+// has returned). It must not block. The MQTT listener publishes a client's
+// will there.
 type Closer[C Conn] interface {
 	Closed(st C)
 }
@@ -65,8 +66,8 @@ type Closer[C Conn] interface {
 // Config configures a Loop. Hub and MaxInputBacklog are required.
 type Config struct {
 	// Hub is the worker pool the connections are registered with: its
-	// input flow control (hub.Hub.HoldInput) and its close callback
-	// (hub.Hub.Closed).
+	// input flow control (hub.Hub.HoldInput) and its close (hub.Hub.Closed,
+	// from the event loop's OnClose).
 	Hub *hub.Hub
 	// MaxInputBacklog bounds a connection's received but unprocessed bytes,
 	// what netpoll holds plus the partial frame, in bytes: above it the
@@ -78,7 +79,7 @@ type Config struct {
 	// on netpoll's poller (its OnDisconnect), beside a Process that may
 	// still be running for it: the moment to cancel what its reader waits
 	// for (session.Protocol.Hangup). It must not block. Hub.Hub.Closed
-	// follows from the close callback as usual.
+	// follows from the event loop's OnClose as usual.
 	OnHangup func(*hub.Conn)
 	// ProxyProtocol says every connection of the plain listener (Listen)
 	// begins with a PROXY protocol header, version 1 or 2 (PROXY_PROTOCOL;
@@ -183,7 +184,7 @@ func (l *Loop[C]) listen(addr string, cfg *tls.Config) (*endpoint, error) {
 		ep.proxy = l.cfg.ProxyProtocolTLS
 	}
 	prepare := func(nc netpoll.Connection) context.Context { return l.onPrepare(nc, ep) }
-	opts := []netpoll.Option{netpoll.WithOnPrepare(prepare)}
+	opts := []netpoll.Option{netpoll.WithOnPrepare(prepare), netpoll.WithOnClose(l.onClose)}
 	if l.cfg.OnHangup != nil {
 		opts = append(opts, netpoll.WithOnDisconnect(l.onDisconnect))
 	}
@@ -278,9 +279,10 @@ func (l *Loop[C]) Shutdown(ctx context.Context) error {
 }
 
 // onPrepare is netpoll's OnPrepare: the Handler opens the connection (its
-// state is the context OnRequest gets back), and the hub is told of its
-// close from netpoll's close callback, before the descriptor is released.
-// A connection accepted while draining is closed at once and gets no state.
+// state is the context OnRequest and OnClose get back), and the hub is told
+// of its close from the event loop's close handler (onClose), before the
+// descriptor is released. A connection accepted while draining is closed at
+// once and gets no state.
 func (l *Loop[C]) onPrepare(nc netpoll.Connection, ep *endpoint) context.Context {
 	sock, ok := nc.(Socket)
 	if !ok || l.draining.Load() {
@@ -297,24 +299,38 @@ func (l *Loop[C]) onPrepare(nc netpoll.Connection, ep *endpoint) context.Context
 	}
 	st := l.h.Open(sock)
 	if t == nil {
-		// The common case: a closure of l and st alone (32 B a
-		// connection, its size class, where one holding every value
-		// closed uses took 64).
-		_ = nc.AddCloseCallback(func(netpoll.Connection) error { l.closed(st); return nil })
+		// The common case: no close callback of its own (onClose gets st
+		// back as the connection's context), where a closure of l and st
+		// took 32 B a connection.
 		return st
 	}
 	t.after = func() { l.afterHandshake(st, t) }
+	// netpoll runs a connection's close callbacks before the event loop's
+	// OnClose, so the handshake's goroutine has let go before onClose's
+	// l.closed(st).
 	_ = nc.AddCloseCallback(func(netpoll.Connection) error {
 		t.onClose() // waits for a TLS handshake's goroutine to let go
-		l.closed(st)
 		return nil
 	})
 	return st
 }
 
-// closed is netpoll's close callback of the connection whose state is st,
-// once its Process never runs again: the hub lets go of its record, then
-// the transport's Closer, if it has one, runs.
+// onClose is netpoll's OnClose, set once per event loop: the close of a
+// connection it accepted, with the state onPrepare returned as ctx. A
+// connection closed while onPrepare ran still gets it, once onPrepare has
+// returned (netpoll holds the close until then); one that got no state (nil
+// from onPrepare when draining: netpoll's context.Background()) is skipped.
+func (l *Loop[C]) onClose(ctx context.Context, _ netpoll.Connection) {
+	if st, ok := ctx.(C); ok {
+		l.closed(st)
+	}
+}
+
+// closed runs from netpoll's OnClose (onClose) for the connection whose
+// state is st, after its own close callbacks (a TLS connection's t.onClose)
+// and before its descriptor is released, once its Process never runs
+// again: the hub lets go of its record, then the transport's Closer, if it
+// has one, runs.
 func (l *Loop[C]) closed(st C) {
 	l.cfg.Hub.Closed(st.Record())
 	if closer, ok := l.h.(Closer[C]); ok {

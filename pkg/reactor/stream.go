@@ -13,7 +13,8 @@ import (
 
 // Socket is what a Stream needs of netpoll's connection: its descriptor
 // (written with writev(2), never through netpoll's Writer), its peer's
-// address (for logs), and its Close, which runs the close callbacks.
+// address (for logs), and its Close, which runs the close path (the
+// connection's close callbacks, then the Loop's OnClose).
 type Socket interface {
 	Fd() int
 	RemoteAddr() net.Addr
@@ -114,7 +115,7 @@ func (s *Stream) CloseWrite() error {
 }
 
 // Close implements hub.Transport: netpoll closes the socket and runs the
-// close callback (hub.Hub.Closed, registered by the Loop).
+// Loop's close handler (hub.Hub.Closed, from netpoll's OnClose).
 func (s *Stream) Close() error { return s.sock.Close() }
 
 // RemoteAddr is the peer's address (hub.Conn.RemoteAddr, logs).

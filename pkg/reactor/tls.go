@@ -146,13 +146,14 @@ func (t *tlsSocket) RemoteAddrPort() netip.AddrPort { return addrPortOf(t.Socket
 // established reports whether the handshake is done.
 func (t *tlsSocket) established() bool { return t.state.Load() == tlsEstablished }
 
-// onClose runs from netpoll's close callback, before the descriptor is
+// onClose runs from the connection's netpoll close callback (set in
+// Loop.onPrepare), before the Loop's OnClose and before the descriptor is
 // released, and returns once nothing of the handshake goroutine touches it
 // any more: a handshake waiting for input ends (io.EOF); a handshake write
 // in progress finishes and none starts (writeWaiting checks closed under
 // wmu); and the read the goroutine makes after a successful handshake
-// (after) ends first, so its Process runs before the close callback's
-// work (hub.Closed, the transport's Closer), as on a plain connection.
+// (after) ends first, so its Process runs before OnClose's work
+// (hub.Closed, the transport's Closer), as on a plain connection.
 // That read never closes the socket itself while it runs (closeLater).
 func (t *tlsSocket) onClose() {
 	t.cmu.Lock()

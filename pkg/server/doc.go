@@ -48,9 +48,10 @@
 // queue.
 //
 // A token validation that misses the cache waits on OnRequest (only that
-// connection waits). netpoll runs the close callback only once OnRequest
-// has returned, so a peer that hangs up meanwhile is reported through
-// OnDisconnect, which runs beside it: the wait is cancelled there.
+// connection waits). netpoll runs the close handler (the reactor's
+// OnClose, hub.Hub.Closed) only once OnRequest has returned, so a peer
+// that hangs up meanwhile is reported through OnDisconnect, which runs
+// beside it: the wait is cancelled there.
 //
 // # What it counts and logs
 //

@@ -147,7 +147,7 @@ func (c *connection) onPrepare(opts *options) (err error) {
 
 		// calling prepare first and then register.
 		if opts.onPrepare != nil {
-			c.ctx = opts.onPrepare(c)
+			return c.prepare(opts.onPrepare)
 		}
 	}
 
@@ -159,6 +159,39 @@ func (c *connection) onPrepare(opts *options) (err error) {
 		return c.register()
 	}
 	return nil
+}
+
+// prepare runs onPrepare with the processing lock held, as OnRequest runs,
+// then registers the connection if it is still open. A Close meanwhile, by
+// onPrepare or by a goroutine it handed the connection to, finds the lock
+// taken and leaves the close path to its holder: the close callbacks (those
+// added in onPrepare too) and the server's OnClose run here once onPrepare
+// has returned, with the context it returned. Nothing else has the
+// connection before onPrepare, so the lock is free.
+func (c *connection) prepare(onPrepare OnPrepare) (err error) {
+	c.lock(processing)
+	c.ctx = onPrepare(c)
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	// Closed during onPrepare: the connection is not registered with the
+	// poller yet, so there is nothing to detach (Close's own detach of an
+	// operator never registered failed with ENOENT, and logged it).
+	if c.status(closing) != none {
+		return c.closeCallback(false, false)
+	}
+	c.unlock(processing)
+	if c.status(closing) != none {
+		// A Close between the check and the unlock failed to take the lock
+		// and left the close path to its holder; one after the unlock runs
+		// it itself. Whichever takes the lock runs it, and the connection
+		// is not registered either way.
+		if c.lock(processing) {
+			return c.closeCallback(false, false)
+		}
+		return nil
+	}
+	return c.register()
 }
 
 // onConnect is responsible for executing onRequest if there is new data coming after onConnect callback finished.
@@ -360,8 +393,10 @@ func (c *connection) closeCallback(needLock, needDetach bool) (err error) {
 	}
 	// In the order of the close callbacks they replace (one closure and node
 	// each, before): the server's table first, then the callbacks added with
-	// AddCloseCallback, the latest first, then the finalizer.
-	if srv := (*server)(atomic.LoadPointer(&c.srv)); srv != nil {
+	// AddCloseCallback, the latest first, then the server's OnClose (where a
+	// callback added first in OnPrepare ran), then the finalizer.
+	srv := (*server)(atomic.LoadPointer(&c.srv))
+	if srv != nil {
 		srv.remove(c)
 	}
 	for callback := (*callbackNode)(atomic.LoadPointer(&c.closeCallbacks)); callback != nil; callback = callback.pre {
@@ -369,6 +404,11 @@ func (c *connection) closeCallback(needLock, needDetach bool) (err error) {
 	}
 	if first := c.loadCloseFirst(); first != nil {
 		first(c)
+	}
+	// The server's options are set before it accepts and never change; c.ctx
+	// was last written under the processing lock, which this path holds.
+	if srv != nil && srv.opts != nil && srv.opts.onClose != nil {
+		srv.opts.onClose(c.ctx, c)
 	}
 	c.finalize()
 	return nil

@@ -41,9 +41,10 @@ type EventLoop interface {
 |   Read first byte                    |    OnRequest      | Conn is ready for read or write
 |   Peer closed but conn is active     |    OnDisconnect   | Conn access will race with OnRequest function
 |   Self closed and conn is closed     |    CloseCallback  | Conn is destroyed
+|   (after the CloseCallbacks)         |    OnClose        | the EventLoop's, for every accepted conn
 
 Execution Order:
-  OnPrepare => OnConnect => OnRequest      => CloseCallback
+  OnPrepare => OnConnect => OnRequest      => CloseCallback => OnClose
                             OnDisconnect
 Note: only OnRequest and OnDisconnect will be executed in parallel
 */
@@ -82,6 +83,28 @@ type OnConnect func(ctx context.Context, connection Connection) context.Context
 // OnDisconnect must return as quick as possible because it will block poller.
 // OnDisconnect is different from CloseCallback, you could check with "The Connection Callback Sequence Diagram" section.
 type OnDisconnect func(ctx context.Context, connection Connection)
+
+// OnClose is called once for every connection an EventLoop accepted, when
+// it is closed, by either side (the peer's hang-up, a Close from any
+// goroutine): one handler for the whole event loop (WithOnClose), in place
+// of a close callback added to each connection in OnPrepare.
+//
+// It runs in the close path after the callbacks added with AddCloseCallback
+// (the latest first), and before netpoll releases what the connection holds:
+// the descriptor is still open, and the operator and buffers are not yet
+// freed. Like those callbacks it runs only once OnRequest (and OnConnect) has
+// returned and never runs concurrently with them; it must not block, since it
+// may run on a poller.
+//
+// ctx is the connection's context: what OnPrepare returned
+// (context.Background() when it returned nil or there is no OnPrepare), or
+// what OnConnect returned in its place once it ran, which may be nil. A
+// connection closed while its OnPrepare runs (by OnPrepare itself, or by
+// another goroutine it handed the connection to) is closed when OnPrepare
+// returns, so OnClose gets the context OnPrepare returned then too.
+//
+// Connections made with DialConnection or a Dialer never get it.
+type OnClose func(ctx context.Context, connection Connection)
 
 // OnRequest defines the function for handling connection. When data is sent from the connection peer,
 // netpoll actively reads the data in LT mode and places it in the connection's input buffer.

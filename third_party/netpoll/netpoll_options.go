@@ -25,6 +25,7 @@ type options struct {
 	onPrepare    OnPrepare
 	onConnect    OnConnect
 	onDisconnect OnDisconnect
+	onClose      OnClose
 	onRequest    OnRequest
 	readTimeout  time.Duration
 	writeTimeout time.Duration
@@ -49,6 +50,15 @@ func WithOnConnect(onConnect OnConnect) Option {
 func WithOnDisconnect(onDisconnect OnDisconnect) Option {
 	return Option{func(op *options) {
 		op.onDisconnect = onDisconnect
+	}}
+}
+
+// WithOnClose registers the OnClose method to EventLoop: run once for every
+// connection it accepted, when the connection is closed, after its
+// CloseCallbacks and before its descriptor is released (OnClose).
+func WithOnClose(onClose OnClose) Option {
+	return Option{func(op *options) {
+		op.onClose = onClose
 	}}
 }
 

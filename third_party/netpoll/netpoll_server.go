@@ -185,6 +185,10 @@ func (s *server) onAccept(conn Conn) {
 // register initialises nconn for conn (nil: its netFD is already set, by
 // OnRead's accept), adds it to the server and triggers its onConnect.
 func (s *server) register(nconn *connection, conn Conn) {
+	// The server is known to the connection before OnPrepare: a close during
+	// it runs the server's OnClose too. closeCallback takes the connection
+	// out of the table (remove), a no-op before add.
+	atomic.StorePointer(&nconn.srv, unsafe.Pointer(s))
 	// store & register connection
 	if conn != nil {
 		nconn.init(conn, s.opts)
@@ -194,7 +198,6 @@ func (s *server) register(nconn *connection, conn Conn) {
 	if !nconn.IsActive() {
 		return
 	}
-	atomic.StorePointer(&nconn.srv, unsafe.Pointer(s)) // closeCallback takes it out of the table (remove)
 	s.add(nconn)
 
 	// trigger onConnect asynchronously

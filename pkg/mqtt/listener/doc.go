@@ -28,13 +28,13 @@
 // connection without CONNECT at its auth deadline, and one silent for 1.5 ×
 // its keep-alive through hub.Conn.SetIdleTimeout.
 //
-// A connection's will is published from the reactor's close callback
-// (will.go); a client identifier belongs to one connection per actor, a
-// new CONNECT taking it over (clients.go); a Clean Session 0 connection's
-// session outlives it on a parked hub connection (sessions.go) and, with
-// the node's session store (STORE_BACKEND=jetstream), in the store, from
-// which any node, this one after a restart included, resumes it
-// (stored.go).
+// A connection's will is published from the reactor's close handler
+// (netpoll's OnClose, reactor.Closer; will.go); a client identifier
+// belongs to one connection per actor, a new CONNECT taking it over
+// (clients.go); a Clean Session 0 connection's session outlives it on a
+// parked hub connection (sessions.go) and, with the node's session store
+// (STORE_BACKEND=jetstream), in the store, from which any node, this one
+// after a restart included, resumes it (stored.go).
 //
 // MQTT over WebSocket (websocket.go) is the same code on connections the
 // WebSocket server (pkg/server) accepts on /mqtt and hands over after the
