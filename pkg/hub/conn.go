@@ -199,7 +199,7 @@ func (c *Conn) HungUp() bool { return c.phase.Load()&phaseHungUp != 0 }
 func (c *Conn) SetPhase(p Phase) {
 	for {
 		old := c.phase.Load()
-		if c.phase.CompareAndSwap(old, old&^phaseMask|uint32(p)) {
+		if c.phase.CompareAndSwap(old, old&^phaseMask|uint32(p)&phaseMask) {
 			return
 		}
 	}
@@ -268,14 +268,11 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 	switch {
 	case d < 0:
 		code = idleNever
-	case d > 0:
-		ms := (d + time.Millisecond - 1) / time.Millisecond
-		if ms <= idleMaxMS {
-			code = uint32(ms)
-		} else {
-			c.extra().idle.Store(int64(d)) // before the code that says to read it
-			code = idleInExtra
-		}
+	case d <= idleMaxMS*time.Millisecond: // rounded up, no overflow
+		code = uint32((d + time.Millisecond - 1) / time.Millisecond)
+	default:
+		c.extra().idle.Store(int64(d)) // before the code that says to read it
+		code = idleInExtra
 	}
 	for {
 		old := c.phase.Load()

@@ -320,8 +320,8 @@ func (h *Hub) Register(t Transport) *Conn {
 // which resumes paused sockets through the transport) orders the change
 // with every other goroutine that reads the transport: the worker's
 // writes, its sweep (the handshake-timeout answer, read under the lock;
-// releases and lingering, only once closing), the close callback's
-// markClosed and what follows it.
+// releases and lingering, only once closing), the transport's close
+// (Closed: markClosed and what follows it).
 func (h *Hub) Rebind(c *Conn, t Transport) bool {
 	h.forms.register(t.Encoding())
 	h.flow.mu.Lock()
@@ -335,8 +335,8 @@ func (h *Hub) Rebind(c *Conn, t Transport) bool {
 	return ok
 }
 
-// Closed must be called from the transport's close callback, before the
-// socket is released: it stops writes at once and schedules the cleanup of
+// Closed must be called from the transport's close path (pkg/reactor: the
+// event loop's OnClose), before the socket is released: it stops writes at once and schedules the cleanup of
 // the connection's subscriptions on its worker.
 func (h *Hub) Closed(c *Conn) {
 	h.forgetInput(c)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -47,10 +48,11 @@ func TestIdleTimeoutNeedsNoSideRecord(t *testing.T) {
 		}
 	}
 	var c Conn
-	long := idleMaxMS*time.Millisecond + time.Millisecond
-	c.SetIdleTimeout(long)
-	if got := time.Duration(c.ownIdle(c.phase.Load())); got != long || c.x.Load() == nil {
-		t.Errorf("SetIdleTimeout(%v): the sweep reads %v (side record %v)", long, got, c.x.Load() != nil)
+	for _, long := range []time.Duration{idleMaxMS*time.Millisecond + 1, math.MaxInt64 - 1, math.MaxInt64} {
+		c.SetIdleTimeout(long)
+		if got := time.Duration(c.ownIdle(c.phase.Load())); got != long || c.x.Load() == nil {
+			t.Errorf("SetIdleTimeout(%v): the sweep reads %v (side record %v)", long, got, c.x.Load() != nil)
+		}
 	}
 	c.SetIdleTimeout(0)
 	if got := c.ownIdle(c.phase.Load()); got != 0 {

@@ -35,7 +35,7 @@ func TestAbruptDropsReturnEverything(t *testing.T) {
 	}
 	s := start(t, func(c *testConfig) {
 		c.Auth = presenceTokens()
-		c.Hub.HandshakeTimeout = time.Minute // the half-sent requests must outlive the ramp
+		c.Hub.HandshakeTimeout = 10 * time.Minute // the half-sent requests must outlive the ramp and the waits (waitSettled)
 	})
 	addr := s.Addr().String()
 	// Warm up netpoll's pollers and the pools before counting.

@@ -258,10 +258,10 @@ func (p *Protocol) Stop() {
 
 // Hangup tells the session that the peer of c went away while c's reader
 // may still be running (a transport's netpoll OnDisconnect, which runs
-// beside the reader; its close callback waits for the reader to return):
+// beside the reader; its close path waits for the reader to return):
 // the backend call c has in flight is cancelled, and one its reader starts
 // afterwards is cancelled at once. It never blocks. The transport's close
-// callback (hub.Hub.Closed) follows as usual.
+// (hub.Hub.Closed, from the event loop's OnClose) follows as usual.
 func (p *Protocol) Hangup(c *hub.Conn) { p.calls.hangup(c) }
 
 // Config returns the configuration in force, defaults applied.

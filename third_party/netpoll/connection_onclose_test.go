@@ -20,9 +20,12 @@
 package netpoll
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"os"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -317,4 +320,201 @@ func TestOnCloseDuringPrepare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloseRacingPrepare closes every connection from a goroutine its
+// OnPrepare starts, so the Close lands anywhere around the end of
+// OnPrepare, the register with the poller and the server's table: each
+// connection still gets OnClose exactly once, with OnPrepare's context,
+// and none is left in the server's table (which would keep server.Close
+// waiting for it). Run it under -race.
+func TestCloseRacingPrepare(t *testing.T) {
+	const n = 300
+	var prepared, closed, wrongCtx atomic.Int32
+	var mu sync.Mutex
+	seen := map[*connection]int{}
+	ln, err := CreateListener("tcp", "127.0.0.1:0")
+	MustNil(t, err)
+	loop, err := NewEventLoop(func(_ context.Context, c Connection) error {
+		r := c.Reader()
+		_ = r.Skip(r.Len())
+		return r.Release()
+	}, WithOnPrepare(func(c Connection) context.Context {
+		ctx := context.WithValue(context.Background(), onCloseKey{}, c)
+		i := prepared.Add(1)
+		go func() {
+			for j := int32(0); j < i%4; j++ {
+				runtime.Gosched()
+			}
+			_ = c.Close()
+		}()
+		return ctx
+	}), WithOnClose(func(ctx context.Context, c Connection) {
+		if ctx.Value(onCloseKey{}) != c {
+			wrongCtx.Add(1)
+		}
+		mu.Lock()
+		seen[c.(*connection)]++
+		mu.Unlock()
+		closed.Add(1)
+	}))
+	MustNil(t, err)
+	go loop.Serve(ln)
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		MustNil(t, err)
+		_, _ = c.Write([]byte{1})
+		defer c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // a second OnClose, if any
+	el := loop.(*eventLoop)
+	el.Lock()
+	srv := el.svr
+	el.Unlock()
+	if got := closed.Load(); got != n || wrongCtx.Load() != 0 {
+		t.Fatalf("OnClose ran %d times for %d connections (%d with another context)", got, n, wrongCtx.Load())
+	}
+	mu.Lock()
+	for c, k := range seen {
+		if k != 1 {
+			t.Fatalf("OnClose ran %d times for %p", k, c)
+		}
+	}
+	mu.Unlock()
+	if open := srv.open(); len(open) != 0 {
+		t.Fatalf("%d closed connections left in the server's table", len(open))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := loop.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// closeFromElsewhere closes c from another goroutine and waits until that
+// Close has returned, as a Close racing the accept path does.
+func closeFromElsewhere(c *connection) {
+	done := make(chan struct{})
+	go func() {
+		_ = c.Close()
+		close(done)
+	}()
+	<-done
+}
+
+// hookedServer serves an event loop whose OnPrepare returns a context
+// naming the connection and whose OnClose counts its calls per connection;
+// it returns the loop's server (its table) and the counts.
+func hookedServer(t *testing.T, n int) (srv *server, closes func() map[*connection]int) {
+	var mu sync.Mutex
+	seen := map[*connection]int{}
+	ln, err := CreateListener("tcp", "127.0.0.1:0")
+	MustNil(t, err)
+	loop, err := NewEventLoop(func(_ context.Context, c Connection) error {
+		r := c.Reader()
+		_ = r.Skip(r.Len())
+		return r.Release()
+	}, WithOnPrepare(func(c Connection) context.Context {
+		return context.WithValue(context.Background(), onCloseKey{}, c)
+	}), WithOnClose(func(ctx context.Context, c Connection) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Value(onCloseKey{}) == c {
+			seen[c.(*connection)]++
+		}
+	}))
+	MustNil(t, err)
+	go loop.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = loop.Shutdown(ctx)
+	})
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		MustNil(t, err)
+		_, _ = c.Write([]byte{1})
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	closes = func() map[*connection]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[*connection]int, len(seen))
+		for c, k := range seen {
+			out[c] = k
+		}
+		return out
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(closes()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	el := loop.(*eventLoop)
+	el.Lock()
+	defer el.Unlock()
+	return el.svr, closes
+}
+
+// A Close between OnPrepare's return and the register with the poller
+// (PATCH.md edit 20) waits for the accept path, which runs the close path
+// once and does not register the connection: nothing is logged (a register
+// of the closed descriptor failed and logged) and OnClose runs once.
+func TestCloseBeforeRegister(t *testing.T) {
+	var log syncBuffer
+	SetLoggerOutput(&log)
+	defer SetLoggerOutput(os.Stderr)
+	testHookPrepared = closeFromElsewhere
+	defer func() { testHookPrepared = nil }()
+	const n = 20
+	_, closes := hookedServer(t, n)
+	got := closes()
+	if len(got) != n {
+		t.Fatalf("OnClose ran for %d of %d connections", len(got), n)
+	}
+	for c, k := range got {
+		if k != 1 {
+			t.Fatalf("OnClose ran %d times for %p", k, c)
+		}
+	}
+	if s := log.String(); s != "" {
+		t.Fatalf("netpoll logged: %s", s)
+	}
+}
+
+// A Close between the accept path's last check and the connection's entry
+// in the server's table (PATCH.md F5) leaves no entry: the table is empty
+// once every connection is closed, so server.Close does not wait for one.
+func TestCloseBeforeTableEntry(t *testing.T) {
+	testHookAdding = closeFromElsewhere
+	defer func() { testHookAdding = nil }()
+	const n = 20
+	srv, closes := hookedServer(t, n)
+	if got := closes(); len(got) != n {
+		t.Fatalf("OnClose ran for %d of %d connections", len(got), n)
+	}
+	if open := srv.open(); len(open) != 0 {
+		t.Fatalf("%d closed connections left in the server's table", len(open))
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's writes from pollers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -161,12 +161,13 @@ func (c *connection) onPrepare(opts *options) (err error) {
 	return nil
 }
 
-// prepare runs onPrepare with the processing lock held, as OnRequest runs,
-// then registers the connection if it is still open. A Close meanwhile, by
-// onPrepare or by a goroutine it handed the connection to, finds the lock
-// taken and leaves the close path to its holder: the close callbacks (those
-// added in onPrepare too) and the server's OnClose run here once onPrepare
-// has returned, with the context it returned. Nothing else has the
+// prepare runs onPrepare, then registers the connection with its poller,
+// both with the processing lock held, as OnRequest runs. A Close meanwhile,
+// by onPrepare, by a goroutine it handed the connection to, or by a failed
+// register, finds the lock taken and leaves the close path to its holder:
+// the close callbacks (those added in onPrepare too) and the server's
+// OnClose run here, with the context onPrepare returned, and the
+// descriptor is detached only if it was registered. Nothing else has the
 // connection before onPrepare, so the lock is free.
 func (c *connection) prepare(onPrepare OnPrepare) (err error) {
 	c.lock(processing)
@@ -174,25 +175,41 @@ func (c *connection) prepare(onPrepare OnPrepare) (err error) {
 	if c.ctx == nil {
 		c.ctx = context.Background()
 	}
-	// Closed during onPrepare: the connection is not registered with the
-	// poller yet, so there is nothing to detach (Close's own detach of an
-	// operator never registered failed with ENOENT, and logged it).
+	if testHookPrepared != nil {
+		testHookPrepared(c)
+	}
+	registered := false
+	if c.status(closing) == none {
+		err = c.register() // on failure it closes the connection
+		registered = err == nil
+	}
 	if c.status(closing) != none {
-		return c.closeCallback(false, false)
+		c.closeCallback(false, registered)
+		return err
 	}
 	c.unlock(processing)
 	if c.status(closing) != none {
-		// A Close between the check and the unlock failed to take the lock
-		// and left the close path to its holder; one after the unlock runs
-		// it itself. Whichever takes the lock runs it, and the connection
-		// is not registered either way.
+		// A Close between the check and the unlock failed to take the
+		// lock and left the close path to its holder; one after the unlock
+		// runs it itself. Whichever takes the lock runs it.
 		if c.lock(processing) {
-			return c.closeCallback(false, false)
+			return c.closeCallback(false, true)
 		}
 		return nil
 	}
-	return c.register()
+	// Input the poller read while the lock was held found it taken and
+	// started no OnRequest (onProcess); start one now. Input read after
+	// the unlock starts its own.
+	if c.Len() > 0 {
+		c.onRequest()
+	}
+	return nil
 }
+
+// testHookPrepared, when set (by tests only), runs in prepare once
+// OnPrepare has returned, before the connection is registered: a Close
+// from it lands where a Close from another goroutine may.
+var testHookPrepared func(c *connection)
 
 // onConnect is responsible for executing onRequest if there is new data coming after onConnect callback finished.
 func (c *connection) onConnect() {

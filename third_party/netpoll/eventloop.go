@@ -60,6 +60,13 @@ Note: only OnRequest and OnDisconnect will be executed in parallel
 // PLEASE NOTE:
 // OnPrepare is executed without any data in the connection,
 // so Reader() or Writer() cannot be used here, but may be supported in the future.
+//
+// OnPrepare runs with the connection's processing lock held, and the
+// connection is registered with its poller before the lock is let go: a
+// Close during OnPrepare (by it, or by a goroutine it handed the connection
+// to) runs the close path (CloseCallbacks, OnClose) only once OnPrepare has
+// returned, with its context. So OnPrepare must not wait for its own
+// connection's CloseCallbacks or OnClose.
 type OnPrepare func(connection Connection) context.Context
 
 // OnConnect is called once connection created.

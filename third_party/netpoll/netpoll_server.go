@@ -198,11 +198,25 @@ func (s *server) register(nconn *connection, conn Conn) {
 	if !nconn.IsActive() {
 		return
 	}
+	if testHookAdding != nil {
+		testHookAdding(nconn)
+	}
 	s.add(nconn)
+	// A close between the check and add took it out of the table before it
+	// was in (remove); take it out now. The close marks the connection
+	// before its close path removes it, so one of the two removes finds it.
+	if !nconn.IsActive() {
+		s.remove(nconn)
+	}
 
 	// trigger onConnect asynchronously
 	nconn.onConnect()
 }
+
+// testHookAdding, when set (by tests only), runs in register between the
+// connection's last check and its entry into the table: a Close from it
+// lands where a Close from another goroutine may.
+var testHookAdding func(c *connection)
 
 // add records an accepted connection under its descriptor.
 func (s *server) add(c *connection) {
