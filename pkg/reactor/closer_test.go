@@ -83,34 +83,7 @@ func TestCloserRunsOnceAfterTheLastProcess(t *testing.T) {
 			name = "tls"
 		}
 		t.Run(name, func(t *testing.T) {
-			h := hub.New(hub.Config{Workers: 2})
-			h.Start()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = h.Shutdown(ctx)
-			})
-			ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
-			l, err := New[*testConn](ch, Config{Hub: h, MaxInputBacklog: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := func() string { return l.Addr().String() }
-			if secure {
-				err = l.ListenTLS("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-				addr = func() string { return l.TLSAddr().String() }
-			} else {
-				err = l.Listen("127.0.0.1:0")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.Serve()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = l.Shutdown(ctx)
-			})
+			ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return ch })
 			const clients = 200
 			frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
 			var wg sync.WaitGroup
@@ -182,34 +155,7 @@ func TestClosedInOpen(t *testing.T) {
 			name = "tls"
 		}
 		t.Run(name, func(t *testing.T) {
-			h := hub.New(hub.Config{Workers: 2})
-			h.Start()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = h.Shutdown(ctx)
-			})
-			ch := &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
-			l, err := New[*testConn](closeInOpenHandler{ch}, Config{Hub: h, MaxInputBacklog: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := func() string { return l.Addr().String() }
-			if secure {
-				err = l.ListenTLS("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-				addr = func() string { return l.TLSAddr().String() }
-			} else {
-				err = l.Listen("127.0.0.1:0")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.Serve()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = l.Shutdown(ctx)
-			})
+			ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return closeInOpenHandler{ch} })
 			const clients = 20
 			for range clients {
 				c, err := net.Dial("tcp", addr())
@@ -235,4 +181,40 @@ func TestClosedInOpen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveCloser starts a hub and a Loop, plain or TLS (with cert), whose
+// Handler is handler(ch) for a new closerHandler ch; both stop when the test
+// ends. addr returns the address to dial.
+func serveCloser(t *testing.T, secure bool, cert tls.Certificate, handler func(*closerHandler) Handler[*testConn]) (ch *closerHandler, addr func() string) {
+	t.Helper()
+	h := hub.New(hub.Config{Workers: 2})
+	h.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	})
+	ch = &closerHandler{testHandler: testHandler{h}, state: map[*testConn]*closerState{}}
+	l, err := New[*testConn](handler(ch), Config{Hub: h, MaxInputBacklog: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = func() string { return l.Addr().String() }
+	if secure {
+		err = l.ListenTLS("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+		addr = func() string { return l.TLSAddr().String() }
+	} else {
+		err = l.Listen("127.0.0.1:0")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Serve()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.Shutdown(ctx)
+	})
+	return ch, addr
 }
