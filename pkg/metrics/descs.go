@@ -48,7 +48,7 @@ func NewDescs() Descs {
 		Draining:  n("draining", "1 while the node is in lame-duck drain (SIGUSR2, POST /api/drain): not ready, accepting nothing, closing its connections over DRAIN_SECONDS."),
 
 		Connections:    n("connections", "Open connections: WebSocket ones, and plain HTTP requests or handshakes in progress.", "transport"),
-		Authenticated:  n("connections_authenticated", "Open WebSocket connections that are authenticated."),
+		Authenticated:  n("connections_authenticated", "Open connections (WebSocket and MQTT) that are authenticated."),
 		Accepted:       n("connections_accepted_total", "TCP connections accepted."),
 		Closed:         n("connections_closed_total", "Connections that ended, by transport and close reason (peer_closed: the peer went away before the broker decided a close).", "transport", "reason"),
 		Handshakes:     n("handshakes_total", "First HTTP requests of a connection, by outcome: websocket (upgraded), health, ready, internal_publish, not_found, rejected (malformed, too large, upgrade refused), timeout.", "outcome"),

@@ -289,7 +289,10 @@ func (p *Protocol) closed(c *hub.Conn) {
 	if sess := c.Session(); sess != nil && sess.LimitOrg != "" {
 		p.orgs.release(sess.LimitOrg)
 	}
-	if c.Phase() == hub.PhaseAuthed {
+	// A connection authenticated here has a session (set before its phase,
+	// auth.go); one adopted in PhaseAuthed to hold a kept MQTT session
+	// (hub.Conn.Adopt) has none, and was never counted.
+	if c.Phase() == hub.PhaseAuthed && c.Session() != nil {
 		p.obs.authed.Add(-1)
 		p.hub.RunShared(func(w hub.Writer) {
 			p.unsharePresence(c)

@@ -265,8 +265,9 @@ func TestPersistentSessionKeepsInboundQoS2(t *testing.T) {
 
 // A kept session's parked connection is no client's: the connection
 // gauges and the open count leave it out while it is kept and when it
-// expires (no negative MQTT count, no "http" connection), and its end is
-// not logged as a connection closed.
+// expires or is resumed (no negative MQTT count, no "http" connection, no
+// authenticated connection taken off the count that was never added to
+// it), and its end is not logged as a connection closed.
 func TestKeptSessionsAreNotCountedAsConnections(t *testing.T) {
 	n := startNodeWith(t, nil, func(c *listener.Config) { c.SessionExpiry = 200 * time.Millisecond })
 	live := connected(t, n.mqttAddr(), "dev-token-alice") // stays open: counted once throughout
@@ -287,6 +288,29 @@ func TestKeptSessionsAreNotCountedAsConnections(t *testing.T) {
 	if open := n.node.Stats().Open[knode.KindMQTT]; open != 1 {
 		t.Fatalf("%d MQTT connections open after the session expired, want 1", open)
 	}
+	authed := func() float64 {
+		return samples(t, n.node.Metrics("static", "local"))["kraken_connections_authenticated"]
+	}
+	if got := authed(); got != 1 {
+		t.Fatalf("kraken_connections_authenticated %v after a kept session expired, one client connected: want 1", got)
+	}
+	// Kept, then resumed: the parked connection ends when its client
+	// comes back, which is counted once.
+	c, _ = sessionClient(t, n, "resumed", false)
+	c.send(subscribePkt(1, topic))
+	c.expect(0x90)
+	_ = c.c.Close()
+	waitFor(t, func() bool { return n.mqtt.KeptSessions() == 1 })
+	back, present := sessionClient(t, n, "resumed", false)
+	if !present {
+		t.Fatal("the kept session was not resumed")
+	}
+	waitFor(t, func() bool { return n.node.Stats().Hub.Connections == 2 })
+	if got := authed(); got != 2 {
+		t.Fatalf("kraken_connections_authenticated %v with two clients connected after a resume, want 2", got)
+	}
+	back.send(pkt(0xc0))
+	back.expect(0xd0)
 	live.send(pkt(0xc0))
 	live.expect(0xd0)
 }
