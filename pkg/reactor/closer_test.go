@@ -71,55 +71,43 @@ func (h *closerHandler) Closed(st *testConn) {
 // runs exactly once per connection, never while its Process runs, and
 // Process never runs after it.
 func TestCloserRunsOnceAfterTheLastProcess(t *testing.T) {
-	ca := certstest.New(t, "closer")
-	certFile, keyFile := ca.Server("kraken", time.Hour)
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, secure := range []bool{false, true} {
-		name := "plain"
-		if secure {
-			name = "tls"
-		}
-		t.Run(name, func(t *testing.T) {
-			ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return ch })
-			const clients = 200
-			frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
-			var wg sync.WaitGroup
-			for range clients {
-				wg.Go(func() {
-					raw, err := net.Dial("tcp", addr())
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					var c net.Conn = raw
-					if secure {
-						c = tls.Client(raw, ca.ClientConfig())
-					}
-					_, _ = c.Write(frames)              // over TLS: the handshake, then the frames
-					_ = raw.(*net.TCPConn).SetLinger(0) // a reset, while its frames may still be processed
-					_ = raw.Close()
-				})
-			}
-			wg.Wait()
-			deadline := time.Now().Add(5 * time.Second)
-			for ch.closed.Load() < clients && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if n := ch.closed.Load(); n != clients {
-				t.Fatalf("Closed ran %d times for %d connections", n, clients)
-			}
-			ch.mu.Lock()
-			defer ch.mu.Unlock()
-			for _, s := range ch.state {
-				if s.closed.Load() != 1 || s.late.Load() {
-					t.Fatalf("a connection's Closed ran %d times, overlapping or followed by Process: %v", s.closed.Load(), s.late.Load())
+	plainAndTLS(t, "closer", func(t *testing.T, secure bool, ca *certstest.CA, cert tls.Certificate) {
+		ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return ch })
+		const clients = 200
+		frames := testFrames(testFrame(1, 10), testFrame(1, 10), testFrame(1, 10))
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				raw, err := net.Dial("tcp", addr())
+				if err != nil {
+					t.Error(err)
+					return
 				}
+				var c net.Conn = raw
+				if secure {
+					c = tls.Client(raw, ca.ClientConfig())
+				}
+				_, _ = c.Write(frames)              // over TLS: the handshake, then the frames
+				_ = raw.(*net.TCPConn).SetLinger(0) // a reset, while its frames may still be processed
+				_ = raw.Close()
+			})
+		}
+		wg.Wait()
+		deadline := time.Now().Add(5 * time.Second)
+		for ch.closed.Load() < clients && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := ch.closed.Load(); n != clients {
+			t.Fatalf("Closed ran %d times for %d connections", n, clients)
+		}
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		for _, s := range ch.state {
+			if s.closed.Load() != 1 || s.late.Load() {
+				t.Fatalf("a connection's Closed ran %d times, overlapping or followed by Process: %v", s.closed.Load(), s.late.Load())
 			}
-		})
-	}
+		}
+	})
 }
 
 // closeInOpenHandler is closerHandler whose Open closes the socket from
@@ -143,44 +131,32 @@ func (h closeInOpenHandler) Open(sock Socket) *testConn {
 // plain and TLS: netpoll holds the close path until OnPrepare returns, so
 // the Loop's OnClose gets the state (hub.Hub.Closed, Closer.Closed).
 func TestClosedInOpen(t *testing.T) {
-	ca := certstest.New(t, "closed-in-open")
-	certFile, keyFile := ca.Server("kraken", time.Hour)
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, secure := range []bool{false, true} {
-		name := "plain"
-		if secure {
-			name = "tls"
+	plainAndTLS(t, "closed-in-open", func(t *testing.T, secure bool, ca *certstest.CA, cert tls.Certificate) {
+		ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return closeInOpenHandler{ch} })
+		const clients = 20
+		for range clients {
+			c, err := net.Dial("tcp", addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
 		}
-		t.Run(name, func(t *testing.T) {
-			ch, addr := serveCloser(t, secure, cert, func(ch *closerHandler) Handler[*testConn] { return closeInOpenHandler{ch} })
-			const clients = 20
-			for range clients {
-				c, err := net.Dial("tcp", addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for ch.closed.Load() < clients && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // a second Closed, if any
+		if n := ch.closed.Load(); n != clients {
+			t.Fatalf("Closed ran %d times for %d connections closed in Open", n, clients)
+		}
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		for st, s := range ch.state {
+			if s.closed.Load() != 1 || !st.c.Closed() {
+				t.Fatalf("a connection closed in Open: Closed ran %d times, hub record closed: %v", s.closed.Load(), st.c.Closed())
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for ch.closed.Load() < clients && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			time.Sleep(20 * time.Millisecond) // a second Closed, if any
-			if n := ch.closed.Load(); n != clients {
-				t.Fatalf("Closed ran %d times for %d connections closed in Open", n, clients)
-			}
-			ch.mu.Lock()
-			defer ch.mu.Unlock()
-			for st, s := range ch.state {
-				if s.closed.Load() != 1 || !st.c.Closed() {
-					t.Fatalf("a connection closed in Open: Closed ran %d times, hub record closed: %v", s.closed.Load(), st.c.Closed())
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // serveCloser starts a hub and a Loop, plain or TLS (with cert), whose
@@ -217,4 +193,17 @@ func serveCloser(t *testing.T, secure bool, cert tls.Certificate, handler func(*
 		_ = l.Shutdown(ctx)
 	})
 	return ch, addr
+}
+
+// plainAndTLS runs run as two subtests, on a plain listener and on a TLS
+// one with a certificate of a new test CA named name.
+func plainAndTLS(t *testing.T, name string, run func(t *testing.T, secure bool, ca *certstest.CA, cert tls.Certificate)) {
+	ca := certstest.New(t, name)
+	certFile, keyFile := ca.Server("kraken", time.Hour)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("plain", func(t *testing.T) { run(t, false, ca, cert) })
+	t.Run("tls", func(t *testing.T) { run(t, true, ca, cert) })
 }
