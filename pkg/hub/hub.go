@@ -336,8 +336,9 @@ func (h *Hub) Rebind(c *Conn, t Transport) bool {
 }
 
 // Closed must be called from the transport's close path (pkg/reactor: the
-// event loop's OnClose), before the socket is released: it stops writes at once and schedules the cleanup of
-// the connection's subscriptions on its worker.
+// event loop's OnClose), before the socket is released: it stops writes at
+// once and schedules the cleanup of the connection's subscriptions on its
+// worker.
 func (h *Hub) Closed(c *Conn) {
 	h.forgetInput(c)
 	c.markClosed()

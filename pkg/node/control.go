@@ -11,7 +11,6 @@ import (
 
 	"github.com/NoLagApp/kraken/pkg/auth"
 	"github.com/NoLagApp/kraken/pkg/disconnect"
-	"github.com/NoLagApp/kraken/pkg/edge"
 	"github.com/NoLagApp/kraken/pkg/hub"
 )
 
@@ -78,7 +77,7 @@ func (n *Node) selects(f ConnFilter, c *hub.Conn) bool {
 			return false
 		}
 	}
-	if f.Remote.IsValid() && !f.Remote.Contains(edge.AddrOfPort(c.RemoteAddrPort())) {
+	if f.Remote.IsValid() && !f.Remote.Contains(peerOf(c)) {
 		return false
 	}
 	return true

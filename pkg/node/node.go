@@ -117,7 +117,7 @@ func New(cfg Config) (*Node, error) {
 	scfg.Context = n.ctx
 	scfg.OnClose = n.closed
 	if n.limits = edge.NewLimiter(cfg.Limits); n.limits != nil {
-		scfg.OnAuthenticated = func(c *hub.Conn) { n.limits.Authenticated(edge.AddrOfPort(c.RemoteAddrPort())) }
+		scfg.OnAuthenticated = func(c *hub.Conn) { n.limits.Authenticated(peerOf(c)) }
 	}
 	p, err := session.New(scfg)
 	if err != nil {

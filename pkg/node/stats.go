@@ -2,6 +2,7 @@ package node
 
 import (
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -124,7 +125,7 @@ func (n *Node) closed(c *hub.Conn) {
 		return
 	}
 	if n.limits != nil {
-		n.limits.Closed(edge.AddrOfPort(c.RemoteAddrPort()), c.Phase() != hub.PhaseAuthed)
+		n.limits.Closed(peerOf(c), c.Phase() != hub.PhaseAuthed)
 	}
 	if k != KindHTTP {
 		n.obs.open[k].Add(-1)
@@ -155,9 +156,9 @@ func (n *Node) Admit(c *hub.Conn, addressPending bool) edge.Refusal {
 		return edge.Admitted
 	}
 	if addressPending {
-		return n.limits.AdmitDeferred(edge.AddrOfPort(c.RemoteAddrPort()))
+		return n.limits.AdmitDeferred(peerOf(c))
 	}
-	return n.limits.Admit(edge.AddrOfPort(c.RemoteAddrPort()))
+	return n.limits.Admit(peerOf(c))
 }
 
 // Readdress moves c, admitted under the address from, to its client
@@ -171,7 +172,7 @@ func (n *Node) Readdress(c *hub.Conn, from net.Addr) edge.Refusal {
 	if n.limits == nil {
 		return edge.Admitted
 	}
-	return n.limits.Readdress(edge.AddrOf(from), edge.AddrOfPort(c.RemoteAddrPort()), c.Phase() != hub.PhaseAuthed)
+	return n.limits.Readdress(edge.AddrOf(from), peerOf(c), c.Phase() != hub.PhaseAuthed)
 }
 
 // Refused returns the connections the edge limits refused, by
@@ -186,3 +187,7 @@ func (n *Node) kind(c *hub.Conn) Kind {
 	}
 	return KindHTTP
 }
+
+// peerOf is c's peer's IP address as the edge limits count it (unmapped,
+// without a zone), read without allocating (hub.Conn.RemoteAddrPort).
+func peerOf(c *hub.Conn) netip.Addr { return edge.AddrOfPort(c.RemoteAddrPort()) }

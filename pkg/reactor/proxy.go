@@ -129,8 +129,8 @@ func (l *Loop[C]) proxyHeader(st C, s *Stream, c *hub.Conn, r netpoll.Reader) bo
 		buf, _ = r.Peek(min(n, edge.MaxProxyHeader))
 	} else {
 		chunk, _ := r.Next(min(n, edge.MaxProxyHeader-len(s.part())))
-		s.setPart(append(s.part(), chunk...))
-		buf = s.part()
+		buf = append(s.part(), chunk...)
+		s.setPart(buf)
 	}
 	used, src, err := edge.ParseProxyHeader(buf)
 	switch {

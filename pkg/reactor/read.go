@@ -89,8 +89,8 @@ func (l *Loop[C]) read(st C, ok bool, r netpoll.Reader) {
 	fromPartial := len(s.part()) > 0
 	if fromPartial {
 		chunk, _ := r.Next(n)
-		s.setPart(append(s.part(), chunk...))
-		buf = s.part()
+		buf = append(s.part(), chunk...)
+		s.setPart(buf)
 	} else {
 		buf, _ = r.Peek(n)
 	}
