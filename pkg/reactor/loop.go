@@ -174,7 +174,6 @@ func (l *Loop[C]) listen(addr string, cfg *tls.Config) (*endpoint, error) {
 	if l.cfg.NetpollLogger != nil {
 		netpollLogger.log.Store(l.cfg.NetpollLogger)
 	}
-	tuneNetpoll()
 	ln, err := netpoll.CreateListener("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -2,23 +2,21 @@ package reactor
 
 import (
 	"bytes"
-	"sync"
 	"sync/atomic"
 
 	"github.com/cloudwego/netpoll"
 	"go.uber.org/zap"
 )
 
-var netpollOnce sync.Once
-
-// tuneNetpoll shrinks netpoll's per-connection buffers, once per process:
-// nodes of 512 bytes instead of 4–8 KiB, so an idle connection costs a few
-// KiB, not twelve; and sends netpoll's log lines to netpollLogger.
-func tuneNetpoll() {
-	netpollOnce.Do(func() {
-		netpoll.LinkBufferCap = 512
-		_ = netpoll.Configure(netpoll.Config{BufferSize: 512, LoggerOutput: &netpollLogger})
-	})
+// init shrinks netpoll's per-connection buffers, nodes of 512 bytes
+// instead of 4–8 KiB, so an idle connection costs a few KiB, not twelve,
+// and sends netpoll's log lines to netpollLogger. It is done at init, before
+// netpoll can have a poller running: these are globals its pollers read, so
+// setting them later (at the first Listen) raced with any netpoll use
+// before it in the process, such as a test's own event loop.
+func init() {
+	netpoll.LinkBufferCap = 512
+	_ = netpoll.Configure(netpoll.Config{BufferSize: 512, LoggerOutput: &netpollLogger})
 }
 
 // netpollLog receives netpoll's own log lines (it logs through the standard
